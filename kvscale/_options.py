@@ -1,0 +1,71 @@
+"""Shared ``Annotated`` parameter aliases, so every command spells a flag the same way."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+class Platform(str, Enum):
+    ocp = "ocp"
+    fnuz = "fnuz"
+
+
+CheckpointArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A .safetensors file, a directory of shards (with or without "
+        "model.safetensors.index.json), or a Hugging Face cache dir (models--ORG--NAME).",
+        show_default=False,
+    ),
+]
+KVCacheDtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--kv-cache-dtype",
+        help="The engine's --kv-cache-dtype. 'auto' applies the engine's promotion from the "
+        "checkpoint config (compressed-tensors kv_cache_scheme -> fp8, ModelOpt FP8 -> fp8_e4m3; "
+        "fp8 and quark stay unquantized).",
+    ),
+]
+PlatformOpt = Annotated[
+    Platform,
+    typer.Option(
+        "--platform",
+        help="ocp: NVIDIA / OCP e4m3fn. fnuz: ROCm MI300 (e4m3fnuz; the base path doubles "
+        "loaded k/v/q/prob scales).",
+        case_sensitive=False,
+    ),
+]
+ModelDtypeOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+    typer.Option(
+        "--model-dtype",
+        help="The model dtype the engine builds the layers in (bfloat16, float16, float32). "
+        "Default: config.json torch_dtype (float32 is served as bfloat16).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout (the stable contract).")
+]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail the run too (exit 1).")]
+FailOnOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--fail-on",
+        help="Problem codes that fail the run even as warnings (comma-separated, repeatable).",
+        show_default=False,
+    ),
+]
+AllowOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--allow",
+        help="Problem codes that never fail the run (still reported; comma-separated, repeatable).",
+        show_default=False,
+    ),
+]

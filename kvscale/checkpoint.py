@@ -1,0 +1,317 @@
+"""Find and open a checkpoint: one file, a directory of shards, or a Hugging Face cache repo.
+
+The set and order of files follows what vLLM v0.33.0 loads
+(``model_loader/default_loader.py::_prepare_weights`` and ``weight_utils.py``): every
+``*.safetensors`` in the folder, filtered by ``model.safetensors.index.json`` when present (a file
+the index names but that is missing is an error), in natural sort order (``_natural_sort_key``), and
+within a file in ``safe_open(...).keys()`` order, which is sorted by name. When a tensor name occurs
+twice, the one loaded last is the one the engine keeps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvscale.errors import (
+    CheckpointLayoutError,
+    CheckpointNotFoundError,
+    ConfigError,
+    InputError,
+    LimitExceededError,
+)
+from kvscale.limits import MAX_CONFIG_BYTES, MAX_SHARDS
+from kvscale.safetensors_io import (
+    SafetensorsHeader,
+    TensorInfo,
+    os_error,
+    parse_json_bytes,
+    read_header,
+)
+
+INDEX_NAME = "model.safetensors.index.json"
+ProgressCallback = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, file_name)`` while shard headers are read."""
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """Where one tensor lives: its shard (by name relative to the checkpoint) and header entry."""
+
+    file: str
+    path: Path
+    info: TensorInfo
+    load_order: int
+    """Position in the engine's load order (files, then names within a file)."""
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    given: str
+    root: Path
+    """The directory holding config.json and the shards (a snapshot for HF caches)."""
+    layout: str
+    """``file``, ``directory`` or ``hf-cache``."""
+    files: tuple[str, ...]
+    headers: Mapping[str, SafetensorsHeader]
+    config: Mapping[str, Any] | None
+    hf_quant_config: Mapping[str, Any] | None
+    index: Mapping[str, Any] | None
+    tensors: Mapping[str, TensorRef]
+    """Every tensor name -> the occurrence the engine keeps (the last one loaded)."""
+    duplicates: Mapping[str, tuple[TensorRef, ...]] = field(default_factory=dict)
+    """Names that occur in more than one shard -> every occurrence, in load order."""
+    unindexed: tuple[str, ...] = ()
+    """Tensors present in shards but absent from the index's weight_map."""
+
+    def path_of(self, file: str) -> Path:
+        return self.root / file
+
+
+def natural_sort_key(name: str) -> list[int | str]:
+    """vLLM's ``_natural_sort_key`` on the base name."""
+    return [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", os.path.basename(name))]
+
+
+def read_json_file(path: Path, what: str, *, required: bool = False) -> Any:
+    """Read a small JSON document with kvscale's strict parser; None if absent and optional."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        if required:
+            raise CheckpointNotFoundError(path, f"{what} not found") from None
+        return None
+    except OSError as exc:
+        raise os_error(path, exc) from None
+    limit = MAX_CONFIG_BYTES.value()
+    if size > limit:
+        raise LimitExceededError(
+            path, f"{what} is {size:,} bytes", hint=MAX_CONFIG_BYTES.describe()
+        )
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(path, f"{what} is a directory") from None
+    except OSError as exc:
+        raise os_error(path, exc) from None
+    try:
+        return parse_json_bytes(raw)
+    except UnicodeDecodeError:
+        raise ConfigError(path, f"{what} is not UTF-8 text") from None
+    except (ValueError, RecursionError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(path, f"{what} is not valid JSON ({text[:120]})") from None
+
+
+def _resolve_hf_cache(repo: Path) -> Path:
+    """``models--ORG--NAME`` -> the snapshot ``refs/main`` points to."""
+    ref = repo / "refs" / "main"
+    snapshots = repo / "snapshots"
+    if ref.is_file():
+        try:
+            revision = ref.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CheckpointLayoutError(ref, f"cannot read the ref ({exc})") from None
+        if not re.fullmatch(r"[0-9A-Za-z._-]{1,128}", revision) or revision in (".", ".."):
+            raise CheckpointLayoutError(ref, f"refs/main holds an invalid revision {revision!r}")
+        snapshot = snapshots / revision
+        if not snapshot.is_dir():
+            raise CheckpointLayoutError(
+                ref,
+                f"dangling ref: refs/main points to revision {revision} but snapshots/{revision} "
+                "does not exist",
+                hint="re-download the model or pass the snapshot directory you want",
+            )
+        return snapshot
+    try:
+        candidates = sorted(p for p in snapshots.iterdir() if p.is_dir())
+    except OSError as exc:
+        raise os_error(snapshots, exc) from None
+    if len(candidates) == 1:
+        return candidates[0]
+    raise CheckpointLayoutError(
+        repo,
+        f"Hugging Face cache without refs/main and {len(candidates)} snapshots",
+        hint="pass the snapshots/<revision> directory to inspect",
+    )
+
+
+def _is_hf_cache_repo(path: Path) -> bool:
+    return path.name.startswith(("models--", "datasets--")) and (path / "snapshots").is_dir()
+
+
+def _validate_shard_name(index_path: Path, name: Any) -> str:
+    if (
+        not isinstance(name, str)
+        or not name
+        or "/" in name
+        or "\\" in name
+        or name in (".", "..")
+        or "\x00" in name
+        or os.path.isabs(name)
+    ):
+        raise CheckpointLayoutError(
+            index_path,
+            f"weight_map points outside the checkpoint directory: {name!r}",
+            hint="shard names in the index must be plain file names; the file was not opened",
+        )
+    return name
+
+
+def locate(path_given: str | os.PathLike[str]) -> tuple[Path, str, list[str] | None]:
+    """Resolve the given path to (root directory, layout, explicit file list or None)."""
+    given = Path(path_given)
+    try:
+        st = given.stat()
+    except FileNotFoundError:
+        if given.is_symlink():
+            raise CheckpointNotFoundError(given, "dangling symlink") from None
+        raise CheckpointNotFoundError(given, "no such file or directory") from None
+    except OSError as exc:
+        raise os_error(given, exc) from None
+    import stat as stat_mod
+
+    if stat_mod.S_ISREG(st.st_mode):
+        if not given.name.endswith(".safetensors"):
+            raise CheckpointNotFoundError(
+                given,
+                "not a .safetensors file",
+                hint="pass a .safetensors file, a directory of shards or a models--ORG--NAME cache",
+            )
+        return given.parent, "file", [given.name]
+    if not stat_mod.S_ISDIR(st.st_mode):
+        raise CheckpointNotFoundError(given, "not a regular file or directory")
+    if _is_hf_cache_repo(given):
+        return _resolve_hf_cache(given), "hf-cache", None
+    return given, "directory", None
+
+
+def open_checkpoint(
+    path_given: str | os.PathLike[str], progress: ProgressCallback | None = None
+) -> Checkpoint:
+    """Read every shard header (never the weights) and the config files of a checkpoint."""
+    root, layout, explicit = locate(path_given)
+    index_path = root / INDEX_NAME
+    index = None
+    if explicit is None:
+        index = read_json_file(index_path, "index")
+        try:
+            names = sorted(
+                e.name
+                for e in os.scandir(root)
+                if e.name.endswith(".safetensors") and not e.name.startswith(".")
+            )
+        except OSError as exc:
+            raise os_error(root, exc) from None
+        # os.scandir lists dangling links and directories too; the engine's glob would open them.
+        if index is not None:
+            weight_map = _index_weight_map(index_path, index)
+            indexed = {_validate_shard_name(index_path, f) for f in weight_map.values()}
+            missing = sorted(indexed - set(names))
+            if missing:
+                raise CheckpointLayoutError(
+                    index_path,
+                    f"index names shard {missing[0]!r}, which is missing"
+                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                    hint="the checkpoint is incomplete; re-download the missing shards",
+                )
+            # _prepare_weights keeps only the files the index names.
+            names = [n for n in names if n in indexed]
+        if not names:
+            raise CheckpointNotFoundError(
+                root,
+                "no .safetensors files found",
+                hint="kvscale reads safetensors checkpoints only",
+            )
+    else:
+        names = explicit
+    limit = MAX_SHARDS.value()
+    if len(names) > limit:
+        raise LimitExceededError(root, f"{len(names):,} shards", hint=MAX_SHARDS.describe())
+    files = sorted(names, key=natural_sort_key)
+
+    config = read_json_file(root / "config.json", "config.json")
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(root / "config.json", "config.json is not a JSON object")
+    hf_quant = read_json_file(root / "hf_quant_config.json", "hf_quant_config.json")
+    if hf_quant is not None and not isinstance(hf_quant, dict):
+        raise ConfigError(root / "hf_quant_config.json", "hf_quant_config.json is not an object")
+
+    headers: dict[str, SafetensorsHeader] = {}
+    tensors: dict[str, TensorRef] = {}
+    occurrences: dict[str, list[TensorRef]] = {}
+    order = 0
+    for number, name in enumerate(files):
+        shard = root / name
+        header = read_header(shard)
+        headers[name] = header
+        for tensor_name, info in header.tensors.items():
+            ref = TensorRef(name, shard, info, order)
+            order += 1
+            if tensor_name in tensors:
+                occurrences.setdefault(tensor_name, [tensors[tensor_name]]).append(ref)
+            tensors[tensor_name] = ref
+        if progress is not None:
+            progress(number + 1, len(files), name)
+
+    unindexed: list[str] = []
+    if index is not None:
+        weight_map = _index_weight_map(index_path, index)
+        for tensor_name, shard_name in weight_map.items():
+            ref = tensors.get(tensor_name)
+            if ref is None:
+                raise CheckpointLayoutError(
+                    index_path,
+                    f"index lists tensor {tensor_name!r} in {shard_name}, but no shard has it",
+                    hint="the index and the files disagree; regenerate the index",
+                )
+            holders = [r.file for r in occurrences.get(tensor_name, [ref])]
+            if shard_name not in holders:
+                raise CheckpointLayoutError(
+                    index_path,
+                    f"index lists tensor {tensor_name!r} in {shard_name}, but it is in "
+                    f"{holders[0]}",
+                    hint="the index and the files disagree; regenerate the index",
+                )
+        unindexed = sorted(set(tensors) - set(weight_map))
+
+    return Checkpoint(
+        given=str(path_given),
+        root=root,
+        layout=layout,
+        files=tuple(files),
+        headers=headers,
+        config=config,
+        hf_quant_config=hf_quant,
+        index=index,
+        tensors=tensors,
+        duplicates={k: tuple(v) for k, v in occurrences.items()},
+        unindexed=tuple(unindexed),
+    )
+
+
+def _index_weight_map(index_path: Path, index: Any) -> Mapping[str, Any]:
+    if not isinstance(index, dict):
+        raise CheckpointLayoutError(index_path, "index is not a JSON object")
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise CheckpointLayoutError(index_path, "index has no weight_map object")
+    return weight_map
+
+
+__all__ = [
+    "Checkpoint",
+    "InputError",
+    "TensorRef",
+    "natural_sort_key",
+    "open_checkpoint",
+    "read_json_file",
+]

@@ -1,0 +1,469 @@
+"""What config.json (and ModelOpt's hf_quant_config.json) tell the engine about KV-cache scales.
+
+Mirrors vLLM v0.33.0:
+- quant method detection: ``transformers_utils/model_arch_config_convertor.py``
+  (``_normalize_quantization_config``: ModelOpt producer/legacy detection, lower-casing,
+  ``compressed_tensors`` -> ``compressed-tensors``) and ``transformers_utils/config.py`` (legacy
+  ``hf_quant_config.json`` when config.json has no ``quantization_config``);
+- the effective KV-cache dtype for ``auto``: ``utils/torch_utils.py``
+  (``resolve_kv_cache_dtype_string`` / ``get_kv_cache_quant_algo_string``, ModelOpt only) and
+  ``layers/attention/attention.py`` (``Attention.__init__`` promotes ``auto`` to ``fp8`` when the
+  quant config has a ``kv_cache_scheme`` attribute, which only compressed-tensors has);
+- the model dtype: ``config/model.py`` (``_get_and_verify_dtype``/``_resolve_auto_dtype``: a float32
+  config is served in bfloat16 on GPUs that support it);
+- the scheme checks that refuse a model at start: ``CompressedTensorsKVCacheMethod
+  .validate_kv_cache_scheme``, ``QuarkConfig.from_config`` + ``QuarkKVCacheMethod
+  .validate_kv_cache_config``, ``_init_kv_cache_quant`` (fp8_e5m2 with FP8 checkpoints).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from kvscale.errors import ConfigError, UsageError
+
+
+class EnginePath(str, Enum):
+    """Which of vLLM's two KV-scale loading paths a checkpoint takes."""
+
+    BASE = "base"
+    """``BaseKVCacheMethod`` (fp8, modelopt*, quark): sentinel -1, model-dtype params."""
+    COMPRESSED_TENSORS = "compressed-tensors"
+    """``CompressedTensorsKVCacheMethod``: float32 ones, no sentinel, optional per-head scales."""
+    NONE = "none"
+    """No quantization config that creates KV-scale parameters: every scale is 1.0."""
+
+
+KV_CACHE_DTYPES = (
+    "auto",
+    "float16",
+    "bfloat16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4_ds_mla",
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+    "octave_k3v4",
+    "octave_k3v3",
+    "octave_k3v3_compact",
+    "ultraquant_4bit",
+    "int4_per_token_head",
+    "int8_per_token_head",
+    "fp8_per_token_head",
+    "nvfp4",
+    "nvfp4_4over6",
+)
+"""``CacheDType`` in vLLM v0.33.0 ``vllm/config/cache.py``."""
+
+PER_TOKEN_HEAD_DTYPES = frozenset(
+    ["int4_per_token_head", "int8_per_token_head", "fp8_per_token_head"]
+)
+
+
+def is_quantized_kv_cache(kv_cache_dtype: str) -> bool:
+    """``get_kv_quant_mode(d) != NONE`` (``vllm/v1/kv_cache_interface.py``)."""
+    if kv_cache_dtype in PER_TOKEN_HEAD_DTYPES:
+        return True
+    return kv_cache_dtype.startswith(("fp8", "nvfp4", "turboquant_", "octave_", "ultraquant_4bit"))
+
+
+def uses_per_token_head_scales(kv_cache_dtype: str) -> bool:
+    return kv_cache_dtype in PER_TOKEN_HEAD_DTYPES
+
+
+PLATFORMS = ("ocp", "fnuz")
+
+_DTYPE_ALIASES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "fp16": "float16",
+    "float32": "float32",
+    "float": "float32",
+    "fp32": "float32",
+}
+
+
+def normalize_model_dtype(value: str) -> str:
+    key = value.strip().lower().removeprefix("torch.")
+    if key not in _DTYPE_ALIASES:
+        raise UsageError(f"unknown model dtype {value!r}", hint="use bfloat16, float16 or float32")
+    return _DTYPE_ALIASES[key]
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The architecture facts kvscale needs from config.json."""
+
+    architectures: tuple[str, ...] = ()
+    model_type: str | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    num_key_value_heads: int | None = None
+    config_dtype: str | None = None
+    layer_types: tuple[str, ...] | None = None
+    hybrid_override_pattern: str | None = None
+
+    @property
+    def kv_heads(self) -> int | None:
+        return self.num_key_value_heads or self.num_attention_heads
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """The checkpoint's quantization config, as the engine reads it."""
+
+    quant_method: str | None = None
+    """Normalized family: compressed-tensors, fp8, modelopt, quark, another method, or None."""
+    raw_method: str | None = None
+    source: str | None = None
+    """``config.json`` or ``hf_quant_config.json``."""
+    raw: Mapping[str, Any] | None = None
+    kv_cache_scheme: Any = None
+    """compressed-tensors ``kv_cache_scheme`` (validated at start by the engine)."""
+    ct_has_config_groups: bool = False
+    kv_declaration: str | None = None
+    """Human description of the KV-cache quantization the config declares, if any."""
+    auto_kv_cache_dtype: str = "auto"
+    """What ``--kv-cache-dtype auto`` becomes for this checkpoint."""
+    refusal: str | None = None
+    """Why the engine refuses every attention layer of this model at start, if it does."""
+
+    @property
+    def engine_path(self) -> EnginePath:
+        if self.quant_method == "compressed-tensors":
+            return EnginePath.COMPRESSED_TENSORS
+        if self.quant_method in ("fp8", "modelopt", "quark"):
+            return EnginePath.BASE
+        return EnginePath.NONE
+
+    @property
+    def ct_strategy(self) -> str | None:
+        if isinstance(self.kv_cache_scheme, Mapping):
+            strategy = self.kv_cache_scheme.get("strategy")
+            return strategy if isinstance(strategy, str) else None
+        return None
+
+
+def _opt_int(config: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(where, f"{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = config.get("text_config")
+    return text if isinstance(text, Mapping) else {}
+
+
+def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.json") -> ModelShape:
+    """Architecture facts from config.json (falling back to ``text_config`` for VLMs)."""
+    if config is None:
+        return ModelShape()
+    text = _text_config(config)
+
+    def pick(key: str) -> Any:
+        return config.get(key) if config.get(key) is not None else text.get(key)
+
+    archs = config.get("architectures") or ()
+    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+        raise ConfigError(where, f"architectures must be a list of strings, got {archs!r}")
+    model_type = pick("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ConfigError(where, f"model_type must be a string, got {model_type!r}")
+    dtype = pick("dtype") if pick("dtype") is not None else pick("torch_dtype")
+    if dtype is not None and not isinstance(dtype, str):
+        raise ConfigError(where, f"torch_dtype must be a string, got {dtype!r}")
+    layer_types = pick("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+            raise ConfigError(where, "layer_types must be a list of strings")
+        layer_types = tuple(layer_types)
+    pattern = pick("hybrid_override_pattern")
+    if pattern is not None and not isinstance(pattern, str):
+        raise ConfigError(where, "hybrid_override_pattern must be a string")
+    source = config if config.get("num_hidden_layers") is not None else text
+    heads_source = config if config.get("num_attention_heads") is not None else text
+    return ModelShape(
+        architectures=tuple(archs),
+        model_type=model_type,
+        num_hidden_layers=_opt_int(source, "num_hidden_layers", where),
+        num_attention_heads=_opt_int(heads_source, "num_attention_heads", where),
+        num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where),
+        config_dtype=dtype,
+        layer_types=layer_types,
+        hybrid_override_pattern=pattern,
+    )
+
+
+_MODELOPT_ALGOS = {
+    "FP8": "modelopt",
+    "FP8_PER_CHANNEL_PER_TOKEN": "modelopt",
+    "FP8_PB_WO": "modelopt",
+    "NVFP4": "modelopt_fp4",
+    "MIXED_PRECISION": "modelopt_mixed",
+}
+
+
+def parse_quant_config(
+    config: Mapping[str, Any] | None,
+    hf_quant_config: Mapping[str, Any] | None,
+    where: str = "config.json",
+) -> QuantConfig:
+    """Detect the quant method and KV-cache declaration the way vLLM v0.33.0 does."""
+    source = "config.json"
+    qc: Any = None
+    if config is not None:
+        qc = config.get("quantization_config")
+        if qc is None:
+            qc = _text_config(config).get("quantization_config")
+        if qc is None:
+            qc = config.get("compression_config")  # older compressed-tensors key
+    if qc is None and hf_quant_config is not None:
+        qc, source, where = hf_quant_config, "hf_quant_config.json", "hf_quant_config.json"
+    if qc is None:
+        return QuantConfig()
+    if not isinstance(qc, Mapping):
+        raise ConfigError(where, f"quantization_config must be an object, got {type(qc).__name__}")
+
+    producer = qc.get("producer")
+    producer_name = producer.get("name") if isinstance(producer, Mapping) else None
+    inner = qc.get("quantization", {})
+    is_legacy_modelopt = isinstance(inner, Mapping) and "modelopt_quant_config" in inner
+    raw_method = qc.get("quant_method")
+    method: str | None
+    refusal: str | None = None
+    if producer_name == "modelopt" or is_legacy_modelopt:
+        algo = inner.get("quant_algo") if isinstance(inner, Mapping) else None
+        if algo is not None:
+            mapped = _MODELOPT_ALGOS.get(str(algo).upper())
+            if mapped is None:
+                refusal = f"ValueError: Unknown ModelOpt quant algo: {algo}"
+                mapped = "modelopt"
+            raw_method = mapped
+    if raw_method is not None and not isinstance(raw_method, str):
+        raise ConfigError(where, f"quant_method must be a string, got {raw_method!r}")
+    method = (raw_method or "").lower().replace("compressed_tensors", "compressed-tensors") or None
+    family = method
+    if method is not None and method.startswith("modelopt"):
+        family = "modelopt"
+
+    kv_scheme: Any = None
+    declaration: str | None = None
+    auto_dtype = "auto"
+    has_groups = False
+    if family == "compressed-tensors":
+        kv_scheme = qc.get("kv_cache_scheme")
+        has_groups = "config_groups" in qc
+        if kv_scheme is not None:
+            declaration = f"compressed-tensors kv_cache_scheme {_brief(kv_scheme)}"
+            auto_dtype = "fp8"  # Attention.__init__: a kv_cache_scheme turns "auto" into "fp8"
+            refusal = refusal or _validate_ct_scheme(kv_scheme)
+    elif family == "modelopt":
+        auto_dtype, declaration = _modelopt_kv_dtype(qc)
+    elif family == "quark":
+        declaration, quark_refusal = _quark_kv(qc)
+        refusal = refusal or quark_refusal
+    elif family == "fp8":
+        scheme = qc.get("kv_cache_scheme")
+        if scheme is not None:
+            declaration = f"fp8 kv_cache_scheme {_brief(scheme)}"
+
+    return QuantConfig(
+        quant_method=family,
+        raw_method=method,
+        source=source,
+        raw=qc,
+        kv_cache_scheme=kv_scheme,
+        ct_has_config_groups=has_groups,
+        kv_declaration=declaration,
+        auto_kv_cache_dtype=auto_dtype,
+        refusal=refusal,
+    )
+
+
+def _brief(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _validate_ct_scheme(scheme: Any) -> str | None:
+    """``CompressedTensorsKVCacheMethod.validate_kv_cache_scheme``; returns the refusal text."""
+    if not isinstance(scheme, Mapping):
+        return (
+            f"AttributeError: compressed-tensors kv_cache_scheme must be an object, "
+            f"got {type(scheme).__name__}"
+        )
+    type_, num_bits = scheme.get("type"), scheme.get("num_bits")
+    if type_ != "float" or num_bits != 8:
+        return (
+            "NotImplementedError: Currently supported kv cache quantization is num_bits=8, "
+            f"type=float, however received num_bits={num_bits}, type={type_}"
+        )
+    strategy = scheme.get("strategy")
+    known = ("tensor", "channel", "group", "block", "token", "tensor_group", "attn_head")
+    if strategy not in known:
+        return f"ValueError: {strategy!r} is not a valid QuantizationStrategy"
+    if strategy not in ("tensor", "attn_head"):
+        return (
+            "NotImplementedError: Invalid strategy for compressed-tensors KV cache. "
+            f"Expected strategies: tensor, attn_head, found strategy: {strategy}"
+        )
+    if not scheme.get("symmetric"):
+        return (
+            "NotImplementedError: Only support symmetric scaling factor for compressed-tensors "
+            f"KV cache. However found symmetric: {scheme.get('symmetric')}"
+        )
+    return None
+
+
+_MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+
+
+def _modelopt_kv_dtype(qc: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``get_kv_cache_quant_algo_string`` for ModelOpt configs: (auto dtype, declaration)."""
+    inner = qc.get("quantization", qc)
+    if not isinstance(inner, Mapping):
+        inner = qc
+    kv_algo = (
+        inner.get("kv_cache_scheme")
+        or qc.get("kv_cache_scheme")
+        or inner.get("kv_cache_quant_algo")
+        or qc.get("kv_cache_quant_algo")
+    )
+    if kv_algo is None:
+        return "auto", None
+    declaration = f"ModelOpt KV cache {_brief(kv_algo)}"
+    if isinstance(kv_algo, Mapping):
+        # Only an explicitly static (dynamic: false) 8-bit float scheme counts as fp8.
+        if (
+            kv_algo.get("dynamic") is False
+            and kv_algo.get("num_bits") == 8
+            and kv_algo.get("type") == "float"
+        ):
+            return "fp8", declaration
+        if kv_algo.get("num_bits") == 4 and kv_algo.get("type") == "float":
+            return "nvfp4", declaration
+        return "auto", declaration
+    if isinstance(kv_algo, str):
+        return _MODELOPT_KV_MAP.get(kv_algo.lower(), "auto"), declaration
+    return "auto", declaration
+
+
+def _quark_kv(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``QuarkConfig.from_config`` + ``QuarkKVCacheMethod.validate_kv_cache_config``."""
+    export = qc.get("export")
+    if not isinstance(export, Mapping):
+        return None, (
+            "ValueError: The export key should be included in the configurations of Quark "
+            "quantized model"
+        )
+    group = export.get("kv_cache_group")
+    if not group:
+        return None, None
+    if not isinstance(group, list) or not all(isinstance(p, str) for p in group):
+        return None, "TypeError: Quark export.kv_cache_group must be a list of patterns"
+    layer_cfg = qc.get("layer_quant_config")
+    if not isinstance(layer_cfg, Mapping):
+        layer_cfg = {}
+    names = list(layer_cfg)
+    declared = f"Quark kv_cache_group {group}"
+    if not (
+        set(group).issubset(names) or any(fnmatch.fnmatchcase(n, p) for n in names for p in group)
+    ):
+        return declared, (
+            "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
+            "but no kv_cache quantization settings were found in the quantization configuration."
+        )
+    matched = [
+        cfg for name, cfg in layer_cfg.items() if any(fnmatch.fnmatchcase(name, p) for p in group)
+    ]
+    outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
+    if any(o != outputs[0] for o in outputs):
+        return declared, (
+            "ValueError: The quantization method used for kv_cache should be the same, but the "
+            "quantization method for the kv_cache layer in the config is different."
+        )
+    kv = outputs[0] if outputs else None
+    if kv is None:
+        return declared, "ValueError: The kv_cache quantization configuration is empty."
+    if not isinstance(kv, Mapping):
+        return declared, "AttributeError: Quark kv_cache output_tensors must be an object"
+    declared = f"Quark kv_cache_group {group} output_tensors {_brief(kv)}"
+    if kv.get("dtype") != "fp8_e4m3":
+        return declared, (
+            "NotImplementedError: Currently supported kv cache quantization is dtype=fp8_e4m3, "
+            f"however received {kv.get('dtype')}"
+        )
+    if kv.get("qscheme") != "per_tensor":
+        return declared, (
+            "NotImplementedError: Only support per-tensor scaling factor for quark KV cache. "
+            f"Expected qscheme: per_tensor, found qscheme: {kv.get('qscheme')}"
+        )
+    return declared, None
+
+
+def effective_kv_cache_dtype(requested: str, quant: QuantConfig) -> str:
+    if requested not in KV_CACHE_DTYPES:
+        raise UsageError(
+            f"unknown --kv-cache-dtype {requested!r}",
+            hint="one of: " + ", ".join(KV_CACHE_DTYPES),
+        )
+    return quant.auto_kv_cache_dtype if requested == "auto" else requested
+
+
+def kv_dtype_refusal(kv_cache_dtype: str, quant: QuantConfig) -> str | None:
+    """``_init_kv_cache_quant``: fp8_e5m2 is refused with any FP8 checkpoint that loads scales
+    (the base path, and compressed-tensors with a kv_cache_scheme)."""
+    if kv_cache_dtype != "fp8_e5m2":
+        return None
+    path = quant.engine_path
+    if path is EnginePath.BASE or (
+        path is EnginePath.COMPRESSED_TENSORS and quant.kv_cache_scheme is not None
+    ):
+        return "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."
+    return None
+
+
+def resolve_model_dtype(
+    requested: str | None, shape: ModelShape, weight_dtypes: frozenset[str]
+) -> tuple[str, str]:
+    """The dtype the engine builds the model in: (dtype, how it was decided)."""
+    if requested is not None:
+        return normalize_model_dtype(requested), "--model-dtype"
+    config_dtype: str | None = None
+    how = "config.json torch_dtype"
+    if shape.config_dtype is not None:
+        key = shape.config_dtype.strip().lower().removeprefix("torch.")
+        config_dtype = _DTYPE_ALIASES.get(key)
+    if config_dtype is None:
+        # vLLM falls back to the weights' dtypes (common_broadcastable_dtype over the headers).
+        how = "weights' dtype (config.json has no usable torch_dtype)"
+        if "F32" in weight_dtypes or "F64" in weight_dtypes:
+            config_dtype = "float32"
+        elif "BF16" in weight_dtypes:
+            config_dtype = "bfloat16"
+        elif "F16" in weight_dtypes:
+            config_dtype = "float16"
+        else:
+            config_dtype, how = "float32", "default float32 (no dtype in config or weights)"
+    if config_dtype == "float32":
+        # _resolve_auto_dtype: float32 checkpoints run in the platform's preferred dtype, which is
+        # bfloat16 on every GPU that runs FP8 KV caches (CUDA sm80+, ROCm MI300).
+        return "bfloat16", how + ", float32 served as bfloat16"
+    return config_dtype, how

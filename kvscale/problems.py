@@ -1,0 +1,251 @@
+"""Problem codes: stable kebab-case identifiers users can script and write policy against.
+
+Every code is documented here once (meaning and fix); the README's problem table and
+``kvscale codes`` are generated from this catalogue and a test keeps them in sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class ProblemCode:
+    code: str
+    severity: Severity
+    """The usual severity; value problems are errors only when the engine uses the value."""
+    meaning: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: Severity
+    code: str
+    layer: str | None
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "severity": self.severity.value,
+            "code": self.code,
+            "layer": self.layer,
+            "message": self.message,
+        }
+
+
+def _codes(*entries: ProblemCode) -> dict[str, ProblemCode]:
+    return {e.code: e for e in entries}
+
+
+E, W = Severity.ERROR, Severity.WARNING
+
+CATALOGUE: dict[str, ProblemCode] = _codes(
+    ProblemCode(
+        "layer-refused",
+        E,
+        "The engine raises while loading this layer's scales (or refuses the whole model at "
+        "start): the model does not load.",
+        "Follow the message: it names the failing check (assertion, ValueError, "
+        "NotImplementedError) and the tensor or config entry that triggers it.",
+    ),
+    ProblemCode(
+        "scale-zero",
+        E,
+        "A scale is 0. Used as-is (compressed-tensors path) every cached value saturates; on the "
+        "base path the engine substitutes another value (warning) or refuses the layer.",
+        "Recalibrate, or write the calibrated amax / fp8_max for that layer.",
+    ),
+    ProblemCode(
+        "scale-negative",
+        E,
+        "A scale is negative. The compressed-tensors path uses it (flipping every cached sign); "
+        "the base path treats negative as 'absent'.",
+        "Recalibrate, or write the positive amax / fp8_max for that layer.",
+    ),
+    ProblemCode(
+        "scale-nan",
+        E,
+        "A scale is NaN. Used as-is it turns the whole cache into NaN; the base path ignores a "
+        "NaN v/q/prob scale and refuses a NaN k scale.",
+        "Recalibrate the layer; a NaN scale usually means calibration saw no data or overflowed.",
+    ),
+    ProblemCode(
+        "scale-infinite",
+        E,
+        "A scale is infinite. +inf is accepted by both paths and produces NaN downstream.",
+        "Recalibrate the layer.",
+    ),
+    ProblemCode(
+        "scale-subnormal",
+        E,
+        "A scale is a float32 subnormal (below 2^-126): dividing by it saturates every value.",
+        "Recalibrate the layer; such a scale is almost certainly a bug in the producer.",
+    ),
+    ProblemCode(
+        "scale-overflow",
+        E,
+        "A finite checkpoint scale becomes infinite when rounded to the model dtype "
+        "(e.g. above 65504 in float16).",
+        "Store a smaller scale, or serve the model in bfloat16 (--dtype bfloat16).",
+    ),
+    ProblemCode(
+        "scale-underflow",
+        W,
+        "A nonzero checkpoint scale rounds to 0 in the model dtype (e.g. below 2^-25 in float16).",
+        "Serve the model in bfloat16, or recalibrate.",
+    ),
+    ProblemCode(
+        "precision-lost",
+        W,
+        "The base path rounds checkpoint scales to the model dtype before use "
+        "(0.3 in float32 becomes 0.30078125 in bfloat16): the engine does not use the value on "
+        "disk.",
+        "Usually harmless; to make it exact, store scales already representable in the model "
+        "dtype (kvscale normalize writes the engine's value).",
+    ),
+    ProblemCode(
+        "default-scale-used",
+        W,
+        "No k/v scale reaches this layer on a quantized KV cache: the engine silently uses 1.0, "
+        "which assumes |K|, |V| <= 448 and loses accuracy (vLLM no longer estimates scales at "
+        "runtime).",
+        "Calibrate KV-cache scales (llm-compressor, ModelOpt, Quark) or fix the names the "
+        "producer wrote; kvscale inspect lists what it found.",
+    ),
+    ProblemCode(
+        "scale-missing",
+        W,
+        "One of k/v has no scale: the engine fills it with the other (base path) or with 1.0 "
+        "(compressed-tensors).",
+        "Write both k_scale and v_scale.",
+    ),
+    ProblemCode(
+        "coverage-gap",
+        W,
+        "Some attention layers have KV scales and others do not.",
+        "Check the layers listed: a loader or export step dropped their scales.",
+    ),
+    ProblemCode(
+        "declared-scheme-no-scales",
+        W,
+        "The config declares KV-cache quantization but the checkpoint holds no KV-scale tensors: "
+        "every layer runs at 1.0.",
+        "Re-export with the calibrated scales, or remove the KV-cache declaration.",
+    ),
+    ProblemCode(
+        "scales-unused",
+        W,
+        "The checkpoint has KV scales but the effective KV-cache dtype is not a per-tensor "
+        "quantized one, so the engine ignores them.",
+        "Serve with --kv-cache-dtype fp8 (fp8 and quark checkpoints default to an unquantized "
+        "cache); pass the same --kv-cache-dtype to kvscale.",
+    ),
+    ProblemCode(
+        "scales-without-quant-config",
+        W,
+        "KV-scale tensors exist but config.json declares no quantization method that loads them.",
+        "Add the producer's quantization_config, or remove the stray tensors.",
+    ),
+    ProblemCode(
+        "unmapped-scale-name",
+        W,
+        "A tensor named like a KV scale is not mapped to any attention layer by this quant "
+        "method's name conventions: the engine does not use it (some loaders reject it).",
+        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize does this).",
+    ),
+    ProblemCode(
+        "dropped-by-architecture",
+        E,
+        "The model's own name mapper rewrites this tensor before the KV-scale conventions run, "
+        "so the engine cannot load it as a KV scale.",
+        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize does this).",
+    ),
+    ProblemCode(
+        "duplicate-scale-source",
+        W,
+        "Two tensors feed the same scale parameter; the one loaded last wins. An error when "
+        "their values differ.",
+        "Keep one tensor per scale.",
+    ),
+    ProblemCode(
+        "scale-equals-default",
+        W,
+        "A scale read from the checkpoint is exactly 1.0, indistinguishable from the engine's "
+        "uncalibrated default (ModelOpt clamps scales below 1.0 up to 1.0).",
+        "If 1.0 is the calibrated value, allow the code (--allow scale-equals-default).",
+    ),
+    ProblemCode(
+        "uncalibrated-q-prob",
+        W,
+        "FP8 attention with a 1.0 q or prob scale: the engine warns 'Using uncalibrated "
+        "q_scale ... with fp8 attention'.",
+        "Export q/prob scales (ModelOpt-style q_proj / prob_output_scale) or use an attention "
+        "backend that keeps queries in bf16.",
+    ),
+    ProblemCode(
+        "legacy-kv-scale",
+        W,
+        "The deprecated single kv_scale is used for both k and v (AutoFP8 before 2024-07).",
+        "Write separate k_scale and v_scale (kvscale normalize --checkpoint does this).",
+    ),
+    ProblemCode(
+        "unusual-scale-dtype",
+        W,
+        "A scale is stored in an integer or 8-bit float dtype; it is converted on load.",
+        "Store scales as float32.",
+    ),
+    ProblemCode(
+        "per-head-truncated",
+        W,
+        "A compressed-tensors attn_head scale holds more values than the layer has kv heads; "
+        "the engine silently keeps the first ones.",
+        "Write exactly num_key_value_heads values ([num_kv_heads, 1, 1]).",
+    ),
+    ProblemCode(
+        "per-head-broadcast",
+        W,
+        "A compressed-tensors attn_head layer got a single value, which the engine broadcasts "
+        "to every head.",
+        "Write per-head scales, or declare strategy 'tensor'.",
+    ),
+    ProblemCode(
+        "index-missing-tensor",
+        W,
+        "A shard holds tensors that model.safetensors.index.json does not list (vLLM loads "
+        "them; transformers ignores them).",
+        "Regenerate the index.",
+    ),
+    ProblemCode(
+        "duplicate-tensor",
+        W,
+        "A tensor name occurs in more than one shard; the engine keeps the last one loaded.",
+        "Remove the stale copy.",
+    ),
+    ProblemCode(
+        "no-attention-layers",
+        W,
+        "No attention layer could be found from config.json or the weight names.",
+        "Pass a checkpoint with config.json (num_hidden_layers) or attention weights.",
+    ),
+    ProblemCode(
+        "unknown-quant-method",
+        W,
+        "config.json has a quantization_config without a quant_method the engine recognizes "
+        "for KV-cache scales.",
+        "Check the producer's export; kvscale treats the model as unquantized.",
+    ),
+)
+
+
+def problem(
+    code: str, message: str, layer: str | None = None, *, severity: Severity | None = None
+) -> Problem:
+    entry = CATALOGUE[code]
+    return Problem(severity or entry.severity, code, layer, message)

@@ -1,0 +1,426 @@
+"""Resolution rules: what the engine's device tensors hold after loading one attention layer.
+
+Two engine paths, both vLLM v0.33.0:
+
+* ``BaseKVCacheMethod`` (``model_executor/layers/quantization/kv_cache.py``), used by the fp8,
+  modelopt and quark quant methods;
+* ``CompressedTensorsKVCacheMethod``
+  (``model_executor/layers/quantization/compressed_tensors/compressed_tensors.py``).
+
+Both start from ``set_default_quant_scales`` (``layers/attention/attention.py``): float32 device
+buffers ``_k_scale``/``_v_scale``/``_q_scale``/``_prob_scale`` all 1.0. Everything here is pure
+Python on exact floats (see ``kvscale.floats``); the functions take the scale sources of one layer
+and return a ``ResolvedLayer``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from kvscale.conventions import Convention
+from kvscale.errors import LimitExceededError
+from kvscale.floats import max_nan, round_to_dtype, to_float32
+from kvscale.limits import MAX_SCALE_ELEMENTS
+from kvscale.model_config import (
+    EnginePath,
+    is_quantized_kv_cache,
+    uses_per_token_head_scales,
+)
+
+ScaleValue = float | tuple[float, ...]
+
+
+class Rule(str, Enum):
+    """How the engine arrived at a layer's k/v scales."""
+
+    SEPARATE = "separate"
+    DUPLICATED = "duplicated"
+    DEFAULT = "default"
+    PARTIAL = "partial"
+    PER_HEAD = "per_head"
+    UNQUANTIZED = "unquantized"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class ScaleSource:
+    """One checkpoint tensor that feeds a scale parameter of an attention layer."""
+
+    tensor: str
+    file: str
+    dtype: str
+    shape: tuple[int, ...]
+    kind: str
+    convention: Convention
+    load_order: int
+    values: tuple[float, ...] | None
+    """Exact on-disk values; None when not read (over the ``max-scale-elements`` limit)."""
+    path: Path | None = None
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def raw_value(self) -> ScaleValue | None:
+        """The on-disk value for reports: a float for one element, a tuple otherwise."""
+        if self.values is None:
+            return None
+        if self.numel == 1 and self.values:
+            return self.values[0]
+        return tuple(self.values)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Everything besides the tensors that decides a layer's scales."""
+
+    engine_path: EnginePath
+    kv_cache_dtype: str
+    platform: str
+    model_dtype: str
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    ct_strategy: str | None = None
+    ct_has_config_groups: bool = True
+    refusal: str | None = None
+    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
+
+    @property
+    def fnuz(self) -> bool:
+        return self.platform == "fnuz"
+
+
+@dataclass(frozen=True)
+class ResolvedLayer:
+    """One attention layer after loading: the four device values and how they came about."""
+
+    name: str
+    rule: Rule
+    k_scale: ScaleValue | None
+    v_scale: ScaleValue | None
+    q_scale: ScaleValue | None
+    prob_scale: ScaleValue | None
+    error: str | None = None
+    sources: Mapping[str, ScaleSource] = field(default_factory=dict)
+    """The source each kind was loaded from last (the one that counts), by kind."""
+    shadowed: tuple[ScaleSource, ...] = ()
+    """Sources overwritten by a later tensor feeding the same parameter."""
+    loaded: Mapping[str, ScaleValue] = field(default_factory=dict)
+    """Parameter values after loading, before post-processing (model dtype on the base path)."""
+    used_from_checkpoint: frozenset[str] = frozenset()
+    """Kinds whose final device value comes from the checkpoint (not a default/duplicate)."""
+
+    def value(self, kind: str) -> ScaleValue | None:
+        return {
+            "k_scale": self.k_scale,
+            "v_scale": self.v_scale,
+            "q_scale": self.q_scale,
+            "prob_scale": self.prob_scale,
+        }[kind]
+
+
+class _Refused(Exception):
+    """The engine raises while loading or post-processing this layer."""
+
+
+def _refused(
+    name: str, why: str, sources: dict[str, ScaleSource], shadowed: list[ScaleSource]
+) -> ResolvedLayer:
+    return ResolvedLayer(
+        name,
+        Rule.ERROR,
+        None,
+        None,
+        None,
+        None,
+        error=why,
+        sources=dict(sources),
+        shadowed=tuple(shadowed),
+    )
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _torch_size(shape: tuple[int, ...]) -> str:
+    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
+def resolve_layer(
+    name: str, sources: Sequence[ScaleSource], settings: EngineSettings
+) -> ResolvedLayer:
+    """Resolve one attention layer from the scale sources that target it, in load order."""
+    ordered = sorted(sources, key=lambda s: s.load_order)
+    winners: dict[str, ScaleSource] = {}
+    shadowed: list[ScaleSource] = []
+    for src in ordered:
+        if src.kind in winners:
+            shadowed.append(winners[src.kind])
+        winners[src.kind] = src
+    if settings.refusal is not None:
+        return _refused(name, settings.refusal, winners, shadowed)
+    try:
+        if settings.engine_path is EnginePath.COMPRESSED_TENSORS:
+            return _resolve_compressed_tensors(name, ordered, winners, shadowed, settings)
+        if settings.engine_path is EnginePath.BASE:
+            return _resolve_base(name, ordered, winners, shadowed, settings)
+        return _resolve_none(name, winners, shadowed)
+    except _Refused as exc:
+        return _refused(name, str(exc), winners, shadowed)
+
+
+def _resolve_none(
+    name: str, winners: dict[str, ScaleSource], shadowed: list[ScaleSource]
+) -> ResolvedLayer:
+    # No KV-cache quant method: Attention keeps set_default_quant_scales' 1.0 everywhere and
+    # creates no scale parameters, so checkpoint scales reach nothing.
+    return ResolvedLayer(
+        name, Rule.UNQUANTIZED, 1.0, 1.0, 1.0, 1.0, sources=dict(winners), shadowed=tuple(shadowed)
+    )
+
+
+# --- BaseKVCacheMethod -----------------------------------------------------------------------
+
+_BASE_PARAM_KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
+
+
+def _resolve_base(
+    name: str,
+    ordered: Sequence[ScaleSource],
+    winners: dict[str, ScaleSource],
+    shadowed: list[ScaleSource],
+    settings: EngineSettings,
+) -> ResolvedLayer:
+    dtype = settings.model_dtype
+    # create_weights: KVCacheScaleParameter() is torch.tensor(-1.0) built under the model dtype.
+    params = dict.fromkeys(_BASE_PARAM_KINDS, -1.0)
+    for src in ordered:
+        if src.kind not in params:
+            continue  # zero points: mapped to .attn.*_zero_point, ignored as unexpected suffixes
+        if src.numel != 1:
+            raise _Refused(
+                f"ValueError: KV-cache scale expects a scalar weight, got shape "
+                f"{_shape_text(src.shape)} (tensor {src.tensor!r} feeds {src.kind}; the "
+                f"{settings.engine_path.value} path loads exactly one value per scale: store a "
+                "float32 [] tensor, e.g. the max over heads)"
+            )
+        if src.values is None or len(src.values) != 1:
+            raise _Refused(f"tensor {src.tensor!r} could not be decoded")
+        # KVCacheScaleParameter.weight_loader: param.data.copy_(w.reshape(())) -> model dtype.
+        params[src.kind] = round_to_dtype(src.values[0], dtype)
+    loaded = dict(params)
+    used: set[str] = set()
+
+    k = v = 1.0  # set_default_quant_scales
+    q = prob = 1.0
+    rule = Rule.UNQUANTIZED
+    if uses_per_token_head_scales(settings.kv_cache_dtype):
+        # process_weights_after_loading returns early: k = v = 1.0, q/prob keep their defaults.
+        return ResolvedLayer(
+            name,
+            Rule.UNQUANTIZED,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            sources=dict(winners),
+            shadowed=tuple(shadowed),
+            loaded=loaded,
+        )
+    if is_quantized_kv_cache(settings.kv_cache_dtype):
+        pk, pv = params["k_scale"], params["v_scale"]
+        if pk > 0.0 and pv > 0.0:
+            rule = Rule.SEPARATE
+            k, v = pk, pv
+            used |= {"k_scale", "v_scale"}
+            if settings.fnuz:
+                # `k_scale *= 2` on the Python floats from .tolist(): exact in double precision.
+                k, v = k * 2, v * 2
+        elif pk < 0.0 and pv < 0.0:
+            rule = Rule.DEFAULT  # not doubled on fnuz: the 1.0 default is a plain constant
+        else:
+            if not pk > 0.0:
+                raise _Refused(
+                    "AssertionError: `assert layer.k_scale > 0.0` in BaseKVCacheMethod."
+                    f"process_weights_after_loading (k_scale={_num(pk)}, v_scale={_num(pv)}): "
+                    "when only one scale is valid it must be k_scale, which the engine then "
+                    "duplicates; write a positive k_scale, or remove both to get the 1.0 default"
+                )
+            rule = Rule.DUPLICATED
+            # Python's max(k, v) on 0-d tensors: v only if v > k (a NaN v never wins).
+            chosen, chosen_kind = (pv, "v_scale") if pv > pk else (pk, "k_scale")
+            used.add(chosen_kind)
+            k = v = chosen * 2 if settings.fnuz else chosen
+        # _k_scale.copy_(python float): float32 rounding of the double (overflow -> inf).
+        k, v = to_float32(k), to_float32(v)
+
+    pq = params["q_scale"]
+    if pq > 0.0:
+        # `q_scale *= 2` runs in place on the model-dtype parameter on fnuz.
+        q = round_to_dtype(pq * 2, dtype) if settings.fnuz else pq
+        q = to_float32(q)
+        used.add("q_scale")
+    pp = params["prob_scale"]
+    if pp > 0.0:
+        prob = to_float32(round_to_dtype(pp * 2, dtype) if settings.fnuz else pp)
+        used.add("prob_scale")
+    return ResolvedLayer(
+        name,
+        rule,
+        k,
+        v,
+        q,
+        prob,
+        sources=dict(winners),
+        shadowed=tuple(shadowed),
+        loaded=loaded,
+        used_from_checkpoint=frozenset(used & set(winners)),
+    )
+
+
+def _num(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if value == -1.0:
+        return "absent"
+    return repr(value)
+
+
+# --- CompressedTensorsKVCacheMethod ----------------------------------------------------------
+
+
+def _resolve_compressed_tensors(
+    name: str,
+    ordered: Sequence[ScaleSource],
+    winners: dict[str, ScaleSource],
+    shadowed: list[ScaleSource],
+    settings: EngineSettings,
+) -> ResolvedLayer:
+    per_head = settings.ct_strategy == "attn_head"
+    n = settings.num_kv_heads if per_head else 1
+    if per_head and not n:
+        raise _Refused(
+            "compressed-tensors attn_head scales need num_key_value_heads (or "
+            "num_attention_heads) in config.json"
+        )
+    assert n is not None
+    # create_weights: float32 ones([n]) for k, v, q; no sentinel, no prob_scale parameter.
+    params: dict[str, list[float]] = {kind: [1.0] * n for kind in ("k_scale", "v_scale", "q_scale")}
+    for src in ordered:
+        if src.kind == "prob_scale":
+            raise _Refused(
+                f"ValueError: There is no module or parameter named '{name}.prob_scale': the "
+                "compressed-tensors path has no prob_scale parameter, so the loader refuses "
+                f"{src.tensor!r}; remove it from the checkpoint"
+            )
+        if src.kind.endswith("_zero_point"):
+            if not per_head and src.numel != 1:
+                raise _Refused(
+                    f"AssertionError: Attempted to load weight ({_torch_size(src.shape)}) into "
+                    f"parameter (torch.Size([1])) for {src.tensor!r}: zero points must match the "
+                    "scale layout"
+                )
+            continue  # per-head loader returns early for zero points; values unused either way
+        if per_head:
+            params[src.kind] = _load_attn_head(src, n, settings)
+        else:
+            if src.numel != 1:
+                raise _Refused(
+                    f"AssertionError: Attempted to load weight ({_torch_size(src.shape)}) into "
+                    f"parameter (torch.Size([1])) for {src.tensor!r}: the kv_cache_scheme strategy "
+                    "is 'tensor', so each scale must hold one value (use strategy attn_head for "
+                    "per-head scales)"
+                )
+            params[src.kind] = [to_float32(_values(src)[0])]
+
+    loaded: dict[str, ScaleValue] = {
+        kind: (tuple(vals) if per_head else vals[0]) for kind, vals in params.items()
+    }
+    present = {kind for kind in ("k_scale", "v_scale") if kind in winners}
+    if not is_quantized_kv_cache(settings.kv_cache_dtype):
+        rule = Rule.UNQUANTIZED
+    elif per_head:
+        rule = Rule.PER_HEAD
+    elif len(present) == 2:
+        rule = Rule.SEPARATE
+    elif present:
+        rule = Rule.PARTIAL
+    else:
+        rule = Rule.DEFAULT
+    used = frozenset(kind for kind in ("k_scale", "v_scale", "q_scale") if kind in winners)
+    return ResolvedLayer(
+        name,
+        rule,
+        loaded["k_scale"],
+        loaded["v_scale"],
+        loaded["q_scale"],
+        1.0,  # _prob_scale keeps set_default_quant_scales' 1.0
+        sources=dict(winners),
+        shadowed=tuple(shadowed),
+        loaded=loaded,
+        used_from_checkpoint=used,
+    )
+
+
+def _values(src: ScaleSource) -> tuple[float, ...]:
+    if src.values is None:
+        raise LimitExceededError(
+            src.path or src.file,
+            f"scale tensor {src.tensor!r} has {src.numel:,} elements; not read",
+            hint=MAX_SCALE_ELEMENTS.describe(),
+        )
+    return src.values
+
+
+def _load_attn_head(src: ScaleSource, n: int, settings: EngineSettings) -> list[float]:
+    """``_tp_aware_loader`` (tp_size 1) for one per-head scale tensor."""
+    flat = list(_values(src))
+    total_heads = settings.num_heads if settings.ct_has_config_groups else None
+    total_kv = settings.num_kv_heads if settings.ct_has_config_groups else None
+    if src.kind == "q_scale":
+        # q [num_heads,1,1] -> amax over each GQA group of num_heads // num_kv_heads heads.
+        if total_heads is None or total_kv is None:
+            raise _Refused(
+                "TypeError: unsupported operand type(s) for //: 'NoneType' and 'NoneType' "
+                "(vLLM passes total_num_heads to compressed-tensors only when the "
+                "quantization_config has config_groups; add config_groups to the config)"
+            )
+        group = total_heads // total_kv
+        if group == 0 or len(flat) % group:
+            raise _Refused(
+                f"RuntimeError: shape '[-1, {group}]' is invalid for input of size {len(flat)} "
+                f"(q_scale {src.tensor!r} must hold num_attention_heads={total_heads} values)"
+            )
+        flat = [max_nan(flat[i : i + group]) for i in range(0, len(flat), group)]
+    if total_kv is None or n != total_kv:
+        # `layer.num_kv_heads * tp_size == total_num_kv_heads` fails without config_groups.
+        if n != 1:
+            raise _Refused(
+                "AssertionError: `assert layer.num_kv_heads == 1` in the attn_head loader: "
+                "vLLM passes total_num_kv_heads to compressed-tensors only when the "
+                "quantization_config has config_groups; add config_groups to the config"
+            )
+        raise _Refused(
+            "TypeError: unsupported operand type(s) for //: 'int' and 'NoneType' (attn_head "
+            "loader without total_num_kv_heads; add config_groups to the quantization_config)"
+        )
+    sliced = flat[:n]
+    if len(sliced) == n:
+        return [to_float32(x) for x in sliced]
+    if len(sliced) == 1:
+        # param.data.copy_ broadcasts a single value to every head.
+        return [to_float32(sliced[0])] * n
+    raise _Refused(
+        f"RuntimeError: The size of tensor a ({n}) must match the size of tensor b ({len(sliced)}) "
+        f"at non-singleton dimension 0 ({src.kind} {src.tensor!r} holds {len(flat)} per-head "
+        f"values for {n} kv heads)"
+    )
