@@ -1,11 +1,12 @@
 """Read safetensors headers and the bytes of single tensors, validating like the reference.
 
 The checks mirror ``SafeTensors::read_metadata`` and ``Metadata::validate`` in
-huggingface/safetensors (``safetensors/src/tensor.rs``): 8-byte little-endian header length, at most 100,000,000 header
-bytes, UTF-8 JSON object, known dtypes, non-negative integer shapes and offsets, offsets contiguous
-from 0 once sorted, ``end - begin == numel * dtype size`` (without overflow), and a data buffer that
-ends exactly at the end of the file. kvscale is stricter in two places, on purpose: duplicate JSON
-keys and non-finite JSON constants are refused instead of silently resolved.
+huggingface/safetensors (``safetensors/src/tensor.rs``): an 8-byte little-endian header
+length; at most 100,000,000 header bytes; a UTF-8 JSON object; known dtypes; non-negative
+integer shapes and offsets; offsets contiguous from 0 once sorted; ``end - begin == numel *
+dtype size`` without overflow; a data buffer that ends exactly at the end of the file.
+kvscale is stricter in two places, on purpose: duplicate JSON keys and non-finite JSON
+constants are refused instead of silently resolved.
 
 Only the header and the bytes of requested tensors are ever read; weights are never touched.
 """
