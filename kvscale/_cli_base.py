@@ -63,6 +63,11 @@ def handles_errors(func: F) -> F:
         except KeyboardInterrupt:
             error_line("interrupted")
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # The reader of stdout went away (`kvscale inspect --json | head`): stop quietly,
+            # with the status a process killed by SIGPIPE would have, like other Unix tools.
+            _silence_stdout()
+            raise typer.Exit(141) from None
         except MemoryError:
             if debug_enabled():
                 raise
@@ -78,6 +83,14 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(int(ExitCode.USAGE)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 class DelayedProgress:

@@ -168,12 +168,13 @@ def format_value(value: float | Sequence[float] | None) -> str:
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
-        return f"max {format_value(max_nan(value))} ({len(value)} heads)"
+        top = max_nan(value)
+        return f"{format_value(top)}*" if math.isfinite(top) else format_value(top) + "*"
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    return repr(value) if len(repr(value)) <= 12 else f"{value:.6g}"
+    return f"{value:.6g}"
 
 
 def max_nan(values: Sequence[float]) -> float:

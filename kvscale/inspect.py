@@ -431,9 +431,10 @@ def _layer_problems(
                         name,
                     )
                 )
-            if base and settings.kv_cache_dtype.startswith("fp8"):
+            # The engine's own warning condition (kv_cache.py): exactly "fp8" and a 1.0 q/prob.
+            if base and settings.kv_cache_dtype == "fp8":
                 lacking = [k for k in ("q_scale", "prob_scale") if layer.value(k) == 1.0]
-                if lacking and quant.quant_method == "modelopt":
+                if lacking:
                     out.append(
                         problem(
                             "uncalibrated-q-prob",

@@ -1,0 +1,410 @@
+"""``kvscale inspect`` end to end on synthetic checkpoints: conventions, layouts, problems."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from builders import attention_weights, config, quant_config, tensor, write_checkpoint
+from typer.testing import CliRunner
+
+from kvscale.cli import app
+from kvscale.inspect import InspectOptions, inspect_checkpoint
+
+runner = CliRunner()
+P = "model.layers.{}.self_attn"
+
+
+def run_json(path: Path, *args: str, code: int | None = 0) -> dict[str, Any]:
+    result = runner.invoke(app, ["inspect", str(path), "--json", *args])
+    if code is not None:
+        assert result.exit_code == code, result.output
+    return json.loads(result.stdout)
+
+
+def layer(doc: dict[str, Any], index: int) -> dict[str, Any]:
+    return doc["layers"][index]
+
+
+def codes(doc: dict[str, Any]) -> set[str]:
+    return {p["code"] for p in doc["problems"]}
+
+
+# --- naming conventions, each under the quant method that writes it ----------------------------
+
+CONVENTIONS = [
+    # (quant method, k name, v name, convention)
+    ("compressed-tensors", "{p}.k_scale", "{p}.v_scale", "llm-compressor"),
+    ("modelopt", "{p}.k_proj.k_scale", "{p}.v_proj.v_scale", "modelopt"),
+    ("fp8", "{p}.qkv_proj.k_scale", "{p}.qkv_proj.v_scale", "fused-qkv"),
+    ("fp8", "{p}.qkqkv_proj.k_scale", "{p}.qkqkv_proj.v_scale", "fused-qkv"),
+    ("quark", "{p}.k_proj.output_scale", "{p}.v_proj.output_scale", "output-scale"),
+    ("fp8", "{p}.k_proj.output_scale", "{p}.v_proj.output_scale", "output-scale"),
+    ("modelopt", "{p}.k_cache.scale", "{p}.v_cache.scale", "hunyuan-v3"),
+    ("compressed-tensors", "{p}.attn.k_scale", "{p}.attn.v_scale", "vllm-canonical"),
+]
+
+
+@pytest.mark.parametrize("method, k_name, v_name, convention", CONVENTIONS)
+def test_each_convention_resolves(
+    tmp_path: Path, method: str, k_name: str, v_name: str, convention: str
+) -> None:
+    tensors = attention_weights(2)
+    for i in range(2):
+        tensors[k_name.format(p=P.format(i))] = tensor(0.5 + i)
+        tensors[v_name.format(p=P.format(i))] = tensor(0.25)
+    write_checkpoint(tmp_path, tensors, config(quant=quant_config(method)))
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
+    assert [entry["name"] for entry in doc["layers"]] == [
+        "model.layers.0.self_attn.attn",
+        "model.layers.1.self_attn.attn",
+    ]
+    for i in range(2):
+        entry = layer(doc, i)
+        assert entry["rule"] == "separate"
+        assert (entry["k_scale"], entry["v_scale"]) == (0.5 + i, 0.25)
+        assert entry["checkpoint"]["k_scale"]["tensor"] == k_name.format(p=P.format(i))
+        assert entry["checkpoint"]["k_scale"]["convention"] == convention
+
+
+def test_nemotron_h_mixer(tmp_path: Path) -> None:
+    tensors = {
+        "backbone.layers.0.mixer.in_proj.weight": torch.zeros(2, 2),
+        "backbone.layers.1.mixer.q_proj.weight": torch.zeros(2, 2),
+        "backbone.layers.1.mixer.k_proj.weight": torch.zeros(2, 2),
+        "backbone.layers.1.mixer.k_proj.k_scale": tensor(0.125),
+        "backbone.layers.1.mixer.v_proj.v_scale": tensor(0.0625),
+    }
+    cfg = config(layers=2, quant=quant_config("modelopt"), architectures=["NemotronHForCausalLM"])
+    cfg["hybrid_override_pattern"] = "M*"
+    write_checkpoint(tmp_path, tensors, cfg)
+    doc = run_json(tmp_path)
+    assert [entry["name"] for entry in doc["layers"]] == ["backbone.layers.1.mixer.attn"]
+    assert layer(doc, 0)["checkpoint"]["k_scale"]["convention"] == "nemotron-h"
+    assert (layer(doc, 0)["k_scale"], layer(doc, 0)["v_scale"]) == (0.125, 0.0625)
+
+
+def test_legacy_kv_scale_is_duplicated_and_warned(tmp_path: Path) -> None:
+    tensors = {f"{P.format(0)}.kv_scale": tensor(0.3)}
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("fp8")))
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
+    entry = layer(doc, 0)
+    assert entry["rule"] == "duplicated"
+    assert entry["k_scale"] == entry["v_scale"] == 0.30078125
+    assert {"legacy-kv-scale", "precision-lost"} <= codes(doc)
+    assert "scale-missing" not in codes(doc)
+
+
+def test_quark_q_and_prob(tmp_path: Path) -> None:
+    p = P.format(0)
+    tensors = {
+        f"{p}.k_proj.output_scale": tensor(0.5),
+        f"{p}.v_proj.output_scale": tensor(0.25),
+        f"{p}.q_proj.output_scale": tensor(0.125),
+        f"{p}.prob_output_scale": tensor(0.0625),
+    }
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("quark")))
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8", "--platform", "fnuz")
+    entry = layer(doc, 0)
+    assert (entry["k_scale"], entry["v_scale"], entry["q_scale"], entry["prob_scale"]) == (
+        1.0,
+        0.5,
+        0.25,
+        0.125,
+    )
+
+
+def test_output_scale_not_mapped_under_compressed_tensors(tmp_path: Path) -> None:
+    tensors = {**attention_weights(1), f"{P.format(0)}.k_proj.output_scale": tensor(0.5)}
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    doc = run_json(tmp_path)
+    assert layer(doc, 0)["rule"] == "default"
+    assert {"unmapped-scale-name", "default-scale-used", "declared-scheme-no-scales"} <= codes(doc)
+    assert doc["unmapped"][0]["tensor"] == f"{P.format(0)}.k_proj.output_scale"
+
+
+def test_architecture_whose_mapper_drops_output_scale(tmp_path: Path) -> None:
+    tensors = {
+        **attention_weights(1),
+        f"{P.format(0)}.k_proj.output_scale": tensor(0.5),
+        f"{P.format(0)}.v_proj.output_scale": tensor(0.5),
+    }
+    cfg = config(layers=1, quant=quant_config("quark"), architectures=["Gemma3ForCausalLM"])
+    write_checkpoint(tmp_path, tensors, cfg)
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8", code=1)
+    assert "dropped-by-architecture" in codes(doc)
+    assert layer(doc, 0)["rule"] == "default"
+
+
+# --- layouts -------------------------------------------------------------------------------------
+
+
+def _sharded(tmp_path: Path, index: bool) -> Path:
+    shards = [
+        {**attention_weights(1)},
+        {f"{P.format(0)}.k_scale": tensor(0.5), f"{P.format(1)}.q_proj.weight": torch.zeros(2, 2)},
+        {f"{P.format(0)}.v_scale": tensor(0.25), f"{P.format(1)}.k_scale": tensor(2.0)},
+    ]
+    return write_checkpoint(
+        tmp_path, cfg=config(quant=quant_config("compressed-tensors")), shards=shards, index=index
+    )
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_sharded(tmp_path: Path, index: bool) -> None:
+    doc = run_json(_sharded(tmp_path, index))
+    assert doc["files"] == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    assert (layer(doc, 0)["k_scale"], layer(doc, 0)["v_scale"]) == (0.5, 0.25)
+    assert layer(doc, 0)["checkpoint"]["v_scale"]["file"] == "model-00003-of-00003.safetensors"
+    assert layer(doc, 1)["rule"] == "partial" and layer(doc, 1)["k_scale"] == 2.0
+
+
+def test_index_filters_files_the_engine_would_not_load(tmp_path: Path) -> None:
+    path = _sharded(tmp_path, index=True)
+    write_checkpoint(tmp_path / "tmp", {f"{P.format(0)}.k_scale": tensor(99.0)})
+    shutil.move(tmp_path / "tmp" / "model.safetensors", path / "consolidated.safetensors")
+    doc = run_json(path)
+    assert "consolidated.safetensors" not in doc["files"]
+    assert layer(doc, 0)["k_scale"] == 0.5
+
+
+def test_single_file_uses_config_beside_it(tmp_path: Path) -> None:
+    write_checkpoint(
+        tmp_path,
+        {f"{P.format(0)}.k_scale": tensor(0.5)},
+        config(layers=1, quant=quant_config("compressed-tensors")),
+    )
+    doc = run_json(tmp_path / "model.safetensors")
+    assert doc["layout"] == "file" and layer(doc, 0)["k_scale"] == 0.5
+
+
+def test_hugging_face_cache(tmp_path: Path) -> None:
+    source = _sharded(tmp_path / "src", index=True)
+    repo = tmp_path / "models--org--name"
+    rev = "a" * 40
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(rev + "\n")
+    (repo / "blobs").mkdir()
+    snap = repo / "snapshots" / rev
+    snap.mkdir(parents=True)
+    for i, file in enumerate(sorted(source.iterdir())):
+        blob = repo / "blobs" / f"blob{i}"
+        shutil.copy(file, blob)
+        os.symlink(f"../../blobs/blob{i}", snap / file.name)
+    doc = run_json(repo)
+    assert doc["layout"] == "hf-cache"
+    assert (layer(doc, 0)["k_scale"], layer(doc, 0)["v_scale"]) == (0.5, 0.25)
+
+
+def test_same_name_in_two_shards_last_wins(tmp_path: Path) -> None:
+    shards = [
+        {f"{P.format(0)}.k_scale": tensor(0.5)},
+        {f"{P.format(0)}.k_scale": tensor(0.25), f"{P.format(0)}.v_scale": tensor(1.5)},
+    ]
+    write_checkpoint(
+        tmp_path, cfg=config(layers=1, quant=quant_config("compressed-tensors")), shards=shards
+    )
+    doc = run_json(tmp_path, code=1)
+    assert layer(doc, 0)["k_scale"] == 0.25
+    dup = [p for p in doc["problems"] if p["code"] == "duplicate-scale-source"]
+    assert (
+        dup
+        and dup[0]["severity"] == "error"
+        and "model-00002-of-00002.safetensors" in dup[0]["message"]
+    )
+
+
+# --- config signals and dtypes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "quant, expected",
+    [
+        (quant_config("compressed-tensors"), "fp8"),
+        (quant_config("modelopt"), "fp8"),
+        (quant_config("modelopt", kv_cache_scheme={"num_bits": 8, "type": "float"}), "auto"),
+        (quant_config("fp8"), "auto"),
+        (quant_config("quark"), "auto"),
+        (None, "auto"),
+    ],
+)
+def test_auto_kv_cache_dtype_promotion(tmp_path: Path, quant: dict | None, expected: str) -> None:
+    write_checkpoint(tmp_path, attention_weights(1), config(layers=1, quant=quant))
+    assert run_json(tmp_path, code=None)["kv_cache_dtype"] == expected
+
+
+def test_legacy_hf_quant_config(tmp_path: Path) -> None:
+    hf_quant = {
+        "producer": {"name": "modelopt"},
+        "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
+    }
+    tensors = {
+        f"{P.format(0)}.k_proj.k_scale": tensor(1.5),
+        f"{P.format(0)}.v_proj.v_scale": tensor(2.5),
+    }
+    write_checkpoint(
+        tmp_path, tensors, config(layers=1), extra_json={"hf_quant_config.json": hf_quant}
+    )
+    doc = run_json(tmp_path)
+    assert (doc["quant_method"], doc["engine_path"], doc["kv_cache_dtype"]) == (
+        "modelopt",
+        "base",
+        "fp8_e4m3",
+    )
+
+
+def test_float32_config_served_in_bfloat16(tmp_path: Path) -> None:
+    tensors = {f"{P.format(0)}.k_scale": tensor(0.3), f"{P.format(0)}.v_scale": tensor(0.3)}
+    write_checkpoint(
+        tmp_path, tensors, config(layers=1, dtype="float32", quant=quant_config("fp8"))
+    )
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
+    assert doc["model_dtype"] == "bfloat16" and layer(doc, 0)["k_scale"] == 0.30078125
+    doc32 = run_json(tmp_path, "--kv-cache-dtype", "fp8", "--model-dtype", "float32")
+    assert layer(doc32, 0)["k_scale"] == 0.30000001192092896
+
+
+def test_e5m2_is_refused_with_fp8_checkpoints(tmp_path: Path) -> None:
+    write_checkpoint(
+        tmp_path,
+        {f"{P.format(0)}.k_scale": tensor(0.5)},
+        config(layers=1, quant=quant_config("fp8")),
+    )
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8_e5m2", code=1)
+    assert layer(doc, 0)["rule"] == "error"
+    assert "fp8_e5m2 kv-cache is not supported" in layer(doc, 0)["error"]
+
+
+def test_unsupported_ct_scheme_refuses_every_layer(tmp_path: Path) -> None:
+    quant = quant_config(
+        "compressed-tensors",
+        kv_cache_scheme={"num_bits": 4, "type": "int", "strategy": "tensor", "symmetric": True},
+    )
+    write_checkpoint(tmp_path, attention_weights(2), config(quant=quant))
+    doc = run_json(tmp_path, code=1)
+    assert all(
+        entry["rule"] == "error" and entry["error"].startswith("NotImplementedError")
+        for entry in doc["layers"]
+    )
+
+
+# --- problems and exit codes ---------------------------------------------------------------------
+
+
+def test_zero_scale_used_by_compressed_tensors_fails(tmp_path: Path) -> None:
+    tensors = {f"{P.format(0)}.k_scale": tensor(0.0), f"{P.format(0)}.v_scale": tensor(0.5)}
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    doc = run_json(tmp_path, code=1)
+    zero = [p for p in doc["problems"] if p["code"] == "scale-zero"]
+    assert zero[0]["severity"] == "error" and zero[0]["layer"] == "model.layers.0.self_attn.attn"
+    assert doc["ok"] is False and layer(doc, 0)["k_scale"] == 0.0
+
+
+def test_invalid_value_ignored_by_base_path_is_a_warning(tmp_path: Path) -> None:
+    tensors = {f"{P.format(0)}.k_scale": tensor(0.5), f"{P.format(0)}.v_scale": tensor(math.nan)}
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("fp8")))
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
+    nan = [p for p in doc["problems"] if p["code"] == "scale-nan"]
+    assert nan[0]["severity"] == "warning" and "uses 0.5" in nan[0]["message"]
+    assert layer(doc, 0)["rule"] == "duplicated"
+    strict = runner.invoke(app, ["inspect", str(tmp_path), "--kv-cache-dtype", "fp8", "--strict"])
+    assert strict.exit_code == 1
+
+
+def test_nan_and_inf_encoded_as_strings(tmp_path: Path) -> None:
+    tensors = {
+        f"{P.format(0)}.k_scale": tensor(math.inf),
+        f"{P.format(0)}.v_scale": tensor(math.nan),
+    }
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    doc = run_json(tmp_path, code=1)
+    assert (layer(doc, 0)["k_scale"], layer(doc, 0)["v_scale"]) == ("Infinity", "NaN")
+    assert {"scale-infinite", "scale-nan"} <= codes(doc)
+
+
+def test_scales_unused_and_scale_equals_default(tmp_path: Path) -> None:
+    tensors = {f"{P.format(0)}.k_scale": tensor(1.0), f"{P.format(0)}.v_scale": tensor(0.5)}
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("fp8")))
+    assert "scales-unused" in codes(run_json(tmp_path))
+    doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
+    assert "scale-equals-default" in codes(doc) and "scales-unused" not in codes(doc)
+
+
+def test_coverage_gap_and_allow(tmp_path: Path) -> None:
+    tensors = {
+        **attention_weights(3),
+        f"{P.format(0)}.k_scale": tensor(0.5),
+        f"{P.format(0)}.v_scale": tensor(0.5),
+    }
+    write_checkpoint(tmp_path, tensors, config(layers=3, quant=quant_config("compressed-tensors")))
+    doc = run_json(tmp_path)
+    gap = [p for p in doc["problems"] if p["code"] == "coverage-gap"]
+    assert gap and "model.layers.1.self_attn.attn" in gap[0]["message"]
+    assert (
+        runner.invoke(app, ["inspect", str(tmp_path), "--fail-on", "coverage-gap"]).exit_code == 1
+    )
+    allowed = runner.invoke(
+        app, ["inspect", str(tmp_path), "--strict", "--allow", "coverage-gap,default-scale-used"]
+    )
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_layers_without_weights_come_from_config(tmp_path: Path) -> None:
+    write_checkpoint(
+        tmp_path,
+        {f"{P.format(1)}.k_scale": tensor(0.5)},
+        config(layers=3, quant=quant_config("compressed-tensors")),
+    )
+    doc = run_json(tmp_path)
+    assert [entry["rule"] for entry in doc["layers"]] == ["default", "partial", "default"]
+
+
+def test_human_table_escapes_markup_and_goes_to_stdout(tmp_path: Path) -> None:
+    tensors = {
+        f"{P.format(0)}.k_scale": tensor(0.5),
+        "model.layers.0.self_attn.[bold]x[/].k_scale": tensor(0.5),
+    }
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    result = runner.invoke(app, ["inspect", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "[bold]x[/]" in result.stdout
+    assert "partial" in result.stdout and result.stderr == ""
+
+
+def test_core_api_reads_only_headers_and_scale_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = torch.zeros(1024, 1024)  # 4 MiB of weights that must never be read
+    tensors = {
+        f"{P.format(0)}.q_proj.weight": big,
+        f"{P.format(0)}.k_scale": tensor(0.5),
+        f"{P.format(0)}.v_scale": tensor(0.25),
+    }
+    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    read: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, offset: int) -> bytes:
+        data = real_pread(fd, n, offset)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    report = inspect_checkpoint(tmp_path, InspectOptions())
+    assert report.layers[0].k_scale == 0.5
+    assert sum(read) < 4096, read
+
+
+def test_inspect_never_imports_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, kvscale.cli, kvscale.inspect, kvscale.render.inspect; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
