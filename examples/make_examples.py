@@ -23,13 +23,15 @@ from safetensors.torch import save_file
 HIDDEN, INTERMEDIATE, VOCAB, LAYERS = 16, 16, 16, 4
 
 
-def _config(heads: int = 2, kv_heads: int = 1, **extra: object) -> dict[str, object]:
+def _config(
+    heads: int = 2, kv_heads: int = 1, layers: int = LAYERS, **extra: object
+) -> dict[str, object]:
     config: dict[str, object] = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         "hidden_size": HIDDEN,
         "intermediate_size": INTERMEDIATE,
-        "num_hidden_layers": LAYERS,
+        "num_hidden_layers": layers,
         "num_attention_heads": heads,
         "num_key_value_heads": kv_heads,
         "head_dim": HIDDEN // heads,
@@ -41,7 +43,7 @@ def _config(heads: int = 2, kv_heads: int = 1, **extra: object) -> dict[str, obj
 
 
 def _weights(
-    heads: int = 2, kv_heads: int = 1, static_inputs: bool = False
+    heads: int = 2, kv_heads: int = 1, static_inputs: bool = False, layers: int = LAYERS
 ) -> dict[str, torch.Tensor]:
     """Deterministic stand-in weights: FP8 linear layers with per-tensor weight scales (and input
     scales for static activation quantization, as ModelOpt writes them)."""
@@ -59,7 +61,7 @@ def _weights(
         "model.embed_tokens.weight": torch.randn(VOCAB, HIDDEN, generator=gen).to(torch.bfloat16),
         "model.norm.weight": torch.ones(HIDDEN, dtype=torch.bfloat16),
     }
-    for layer in range(LAYERS):
+    for layer in range(layers):
         prefix = f"model.layers.{layer}"
         tensors[f"{prefix}.input_layernorm.weight"] = torch.ones(HIDDEN, dtype=torch.bfloat16)
         tensors[f"{prefix}.post_attention_layernorm.weight"] = torch.ones(
@@ -309,19 +311,22 @@ def hf_cache(out: Path) -> None:
 
 
 def broken(out: Path) -> None:
-    """The typical problems, in one compressed-tensors checkpoint: a zero scale the engine uses,
-    a layer whose scales were dropped, a scale stored under a name no convention maps, a scale of
-    exactly 1.0, and two tensors feeding one scale with different values."""
-    tensors = _weights()
+    """The typical problems, in one 5-layer compressed-tensors checkpoint: a zero scale the engine
+    uses (layer 0), a scale of exactly 1.0 (1), scales dropped by an export step (2), a missing
+    k_scale and two tensors feeding one v_scale with different values (3), and a scale stored
+    under a name no compressed-tensors convention maps, which the loader refuses (4)."""
+    layers = LAYERS + 1
+    tensors = _weights(layers=layers)
     p = "model.layers.{}.self_attn"
     tensors[f"{p.format(0)}.k_scale"] = _bf16(K_SCALES[0])
     tensors[f"{p.format(0)}.v_scale"] = _bf16(0.0)  # zero: saturates every cached value
     tensors[f"{p.format(1)}.k_scale"] = _bf16(1.0)  # indistinguishable from the default
     tensors[f"{p.format(1)}.v_scale"] = _bf16(V_SCALES[1])
-    # layer 2: scales dropped by an export step (coverage gap)
-    tensors[f"{p.format(3)}.k_proj.output_scale"] = _f32(K_SCALES[3])  # old CT name: unmapped here
+    # layer 2: no scales at all (coverage gap)
     tensors[f"{p.format(3)}.v_scale"] = _bf16(V_SCALES[3])
     tensors[f"{p.format(3)}.attn.v_scale"] = _f32(0.25)  # second source for v, different value
+    tensors[f"{p.format(4)}.k_proj.output_scale"] = _f32(K_SCALES[3])  # old CT name: unmapped
+    tensors[f"{p.format(4)}.v_proj.output_scale"] = _f32(V_SCALES[3])
     quant = {
         "quant_method": "compressed-tensors",
         "format": "float-quantized",
@@ -335,7 +340,54 @@ def broken(out: Path) -> None:
             "dynamic": False,
         },
     }
-    _write(out / "broken", {"model.safetensors": tensors}, _config(quantization_config=quant))
+    _write(
+        out / "broken",
+        {"model.safetensors": tensors},
+        _config(layers=layers, quantization_config=quant),
+    )
+
+
+def wrong_scale(out: Path) -> None:
+    """llm-compressor-fp8 with layer 1's k_scale 100x too small: a valid-looking number that
+    `inspect` cannot fault, but real activations saturate (`kvscale verify --activations`)."""
+    tensors = _weights()
+    for i in range(LAYERS):
+        k = K_SCALES[i] / 128 if i == 1 else K_SCALES[i]
+        tensors[f"model.layers.{i}.self_attn.k_scale"] = _bf16(k)
+        tensors[f"model.layers.{i}.self_attn.v_scale"] = _bf16(V_SCALES[i])
+    quant = {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "config_groups": CT_WEIGHTS_GROUP,
+        "ignore": ["lm_head"],
+        "kv_cache_scheme": {
+            "num_bits": 8,
+            "type": "float",
+            "strategy": "tensor",
+            "symmetric": True,
+            "dynamic": False,
+        },
+    }
+    _write(out / "wrong-scale", {"model.safetensors": tensors}, _config(quantization_config=quant))
+
+
+def activations(out: Path) -> None:
+    """Captured-looking K/V for the 4-layer examples (`kvscale verify --activations`): per layer
+    `<layer>.k` / `<layer>.v`, [64 tokens, 1 kv head, 8], bf16, heavy-tailed with an outlier
+    channel, and an absolute max just under the calibrated scale x 448."""
+    gen = torch.Generator().manual_seed(1)
+    tensors: dict[str, torch.Tensor] = {}
+    for i in range(LAYERS):
+        for kind, scale in (("k", K_SCALES[i]), ("v", V_SCALES[i])):
+            normal = torch.randn(64, 1, 8, generator=gen)
+            chi2 = torch.randn(64, 1, 8, 4, generator=gen).pow(2).sum(-1)
+            x = normal / torch.sqrt(chi2 / 4)
+            x[..., 3] *= 4.0
+            x = x * (scale * 448.0 * 0.98 / x.abs().max())
+            tensors[f"model.layers.{i}.self_attn.attn.{kind}"] = x.to(torch.bfloat16)
+    target = out / "activations"
+    target.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(target / "tiny-llama-kv.safetensors"), metadata={"format": "pt"})
 
 
 EXAMPLES = (
@@ -347,6 +399,8 @@ EXAMPLES = (
     autofp8_legacy,
     hf_cache,
     broken,
+    wrong_scale,
+    activations,
 )
 NAMES = (
     "llm-compressor-fp8",
@@ -357,6 +411,8 @@ NAMES = (
     "autofp8-legacy",
     "hf-cache",
     "broken",
+    "wrong-scale",
+    "activations",
 )
 
 

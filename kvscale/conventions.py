@@ -42,6 +42,7 @@ class Convention(str, Enum):
     HUNYUAN_V3 = "hunyuan-v3"
     NEMOTRON_H = "nemotron-h"
     CANONICAL = "vllm-canonical"
+    DEVICE_BUFFER = "vllm-buffer"
     ZERO_POINT = "zero-point"
 
     @property
@@ -60,6 +61,7 @@ _PRODUCERS = {
     Convention.HUNYUAN_V3: "HunYuan-V3",
     Convention.NEMOTRON_H: "NemotronH (mixer attention)",
     Convention.CANONICAL: "vLLM-internal names (already canonical)",
+    Convention.DEVICE_BUFFER: "vLLM's device buffers (_k_scale ...), e.g. pre-processed exports",
     Convention.ZERO_POINT: "compressed-tensors >= 2025-10 zero points (ignored: symmetric only)",
 }
 
@@ -92,10 +94,14 @@ _STACKED_QKV: tuple[tuple[str, str], ...] = (
     (".v_proj", ".qkv_proj"),
 )
 
-_TARGET = re.compile(r"^(?P<layer>.+\.attn)\.(?P<kind>[kvq]_scale|prob_scale|[kvq]_zero_point)$")
+_TARGET = re.compile(
+    r"^(?P<layer>.+\.attn)\.(?P<kind>_?[kvq]_scale|_?prob_scale|[kvq]_zero_point)$"
+)
+"""``<layer>.attn.<kind>``: a scale parameter, a zero point, or (leading underscore) one of the
+device buffers ``set_default_quant_scales`` registers, which the loader fills directly."""
 
 _SCALE_LIKE = re.compile(
-    r"(?:^|\.)(?:[kvq]_scale|kv_scale|prob_scale|prob_output_scale|[kvq]_zero_point)$"
+    r"(?:^|\.)_?(?:[kvq]_scale|kv_scale|prob_scale|prob_output_scale|[kvq]_zero_point)$"
     r"|\.(?:q_proj|k_proj|v_proj)\.output_scale$"
     r"|\.(?:[kv]_cache|q)\.scale$"
 )
@@ -151,6 +157,8 @@ def _convention_of(name: str) -> Convention:
         return Convention.HUNYUAN_V3
     if name.endswith("output_scale"):
         return Convention.OUTPUT_SCALE
+    if re.search(r"\.attn\._(?:[kvq]_scale|prob_scale)$", name):
+        return Convention.DEVICE_BUFFER
     if re.search(r"\.attn\.(?:[kvq]_scale|prob_scale)$", name):
         return Convention.CANONICAL
     return Convention.LLM_COMPRESSOR
@@ -188,7 +196,13 @@ def layer_sort_key(layer: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else 1 << 30, layer)
 
 
-def engine_layer_name(prefix: str) -> str:
+def engine_layer_name(prefix: str, renames: tuple[tuple[str, str], ...] = ()) -> str:
+    """The engine's name for the attention layer under a checkpoint prefix (after the model's
+    own prefix renames, e.g. NemotronH's ``backbone.`` -> ``model.``)."""
+    for old, new in renames:
+        if prefix.startswith(old):
+            prefix = new + prefix[len(old) :]
+            break
     return f"{prefix}.attn"
 
 

@@ -12,9 +12,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kvscale.architectures import (
+    CHECKPOINT_PREFIX_RENAMES,
+    NOT_AUTO_LOADED,
+    OUTPUT_SCALE_DROPPING,
+)
 from kvscale.checkpoint import Checkpoint, ProgressCallback, TensorRef, open_checkpoint
 from kvscale.conventions import (
     Convention,
+    MappedName,
     attention_prefix,
     attention_prefixes_from_weights,
     engine_layer_name,
@@ -44,19 +50,15 @@ from kvscale.model_config import (
     uses_per_token_head_scales,
 )
 from kvscale.problems import Problem, Severity, problem
-from kvscale.resolve import EngineSettings, ResolvedLayer, Rule, ScaleSource, resolve_layer
-from kvscale.safetensors_io import read_tensor_bytes
-
-# Architectures whose top-level load_weights passes a stacked q/k/v_proj -> qkv_proj mapper in the
-# same WeightsMapper pass as the cache-scale mapper (vLLM v0.33.0): stacked renames run before the
-# Fp8/Quark suffix renames, so `*_proj.output_scale` never becomes a KV scale. Others (Llama, Qwen2,
-# ...) run the cache-scale mapper at the top level first and are not affected.
-OUTPUT_SCALE_DROPPING_ARCHITECTURES: frozenset[str] = frozenset(
-    [
-        "Gemma3ForCausalLM",
-        "NemotronHForCausalLM",
-    ]
+from kvscale.resolve import (
+    BUFFER_KINDS,
+    EngineSettings,
+    ResolvedLayer,
+    Rule,
+    ScaleSource,
+    resolve_layer,
 )
+from kvscale.safetensors_io import read_tensor_bytes
 
 _NON_KV_CACHE_PREFIX = re.compile(
     r"(?:^|\.)(?:vision|visual|vision_tower|vision_model|audio|audio_tower|image)"
@@ -76,6 +78,44 @@ class UnmappedTensor:
     file: str
     engine_name: str
     reason: str
+    fails: bool = False
+    """The engine's loader raises on it (``There is no module or parameter named ...``)."""
+
+
+_PARAMETER_KINDS = frozenset(["k_scale", "v_scale", "q_scale", "prob_scale"]) | {
+    f"{k}_zero_point" for k in "kvq"
+}
+
+
+def _unmapped_name(name: str) -> MappedName:
+    return MappedName(name, name, None, None, None)
+
+
+_LAYER_PREFIX = re.compile(r"^(.*\.layers\.\d+)\.")
+
+
+def _unmapped_refusals(
+    layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor], quant_method: str | None
+) -> dict[str, str]:
+    """Attention layers whose load fails because of a KV-scale-like tensor the loader cannot
+    place. ``AutoWeightsLoader._load_module`` (models/utils.py) raises for any name it cannot
+    route to a module or parameter, unless it ends with one of the quant config's ignorable
+    suffixes (``.k_scale`` ...) under an existing module. The failure belongs to the attention
+    layer with the same ``layers.N`` prefix; a name outside every attention layer fails them all."""
+    out: dict[str, str] = {}
+    for item in unmapped:
+        if not item.fails:
+            continue
+        why = (
+            f"ValueError: There is no module or parameter named '{item.engine_name}' "
+            f"({item.tensor!r}: {item.reason}; rename it to <attention prefix>.k_scale / "
+            "v_scale, e.g. with kvscale normalize --checkpoint, or remove it)"
+        )
+        match = _LAYER_PREFIX.match(item.tensor)
+        owners = [n for n in layer_names if match and n.startswith(match.group(1) + ".")]
+        for owner in owners or layer_names:
+            out.setdefault(owner, why)
+    return out
 
 
 @dataclass(frozen=True)
@@ -154,42 +194,78 @@ def inspect_opened(ckpt: Checkpoint, options: InspectOptions) -> ScaleReport:
         for p in attention_prefixes_from_weights(ckpt.tensors)
         if not _NON_KV_CACHE_PREFIX.search(p)
     }
-    stacked_first = bool(set(shape.architectures) & OUTPUT_SCALE_DROPPING_ARCHITECTURES)
+    archs = set(shape.architectures)
+    stacked_first = bool(archs & OUTPUT_SCALE_DROPPING)
+    auto_loaded = not (archs & NOT_AUTO_LOADED)
+    renames: tuple[tuple[str, str], ...] = ()
+    for arch in shape.architectures:
+        renames = renames or CHECKPOINT_PREFIX_RENAMES.get(arch, ())
+    has_quant_config = quant.raw is not None
     by_layer: dict[str, list[ScaleSource]] = defaultdict(list)
     unmapped: list[UnmappedTensor] = []
     scale_like_count = 0
     for ref in _all_occurrences(ckpt):
         name = ref.name
-        if settings.engine_path is EnginePath.NONE:
+        # Without any quantization config the loader applies no cache-scale mapper at all.
+        if has_quant_config:
+            mapped = map_name(name, quant.quant_method, stacked_first)
+        else:
+            mapped = map_name(name, None)
+            if mapped.kind not in BUFFER_KINDS:
+                mapped = _unmapped_name(name)  # only direct buffer names still reach a module
+        targets_layer = mapped.layer is not None and mapped.kind is not None
+        if (
+            targets_layer
+            and weight_prefixes
+            and attention_prefix(mapped.layer) not in weight_prefixes
+        ):
+            # e.g. model.layers.0.mlp.k_scale -> model.layers.0.mlp.attn.k_scale: no such module.
+            reason = (
+                f"maps to {mapped.engine_name}, but {mapped.layer} is not an attention layer of "
+                "this checkpoint"
+            )
+            unmapped.append(UnmappedTensor(name, ref.file, mapped.engine_name, reason, auto_loaded))
+            scale_like_count += 1
+            continue
+        if not targets_layer:
             if looks_like_kv_scale(name):
                 scale_like_count += 1
+                reason = _unmapped_reason(name, quant.quant_method, stacked_first, has_quant_config)
                 unmapped.append(
-                    UnmappedTensor(name, ref.file, name, "no quant method maps KV scales")
+                    UnmappedTensor(name, ref.file, mapped.engine_name, reason, auto_loaded)
                 )
             continue
-        mapped = map_name(name, quant.quant_method, stacked_first)
-        if mapped.layer is None or mapped.kind is None or mapped.convention is None:
-            if looks_like_kv_scale(name):
-                scale_like_count += 1
-                reason = _unmapped_reason(name, quant.quant_method, stacked_first)
-                unmapped.append(UnmappedTensor(name, ref.file, mapped.engine_name, reason))
-            continue
+        assert (
+            mapped.layer is not None and mapped.kind is not None and mapped.convention is not None
+        )
         scale_like_count += 1
-        if weight_prefixes and attention_prefix(mapped.layer) not in weight_prefixes:
+        if settings.engine_path is EnginePath.NONE and mapped.kind in _PARAMETER_KINDS:
+            # A quant config without a KV method (e.g. GPTQ): the attention layer has no such
+            # parameter and `.k_scale`-like names are ignorable unexpected suffixes.
             unmapped.append(
                 UnmappedTensor(
                     name,
                     ref.file,
                     mapped.engine_name,
-                    f"maps to {mapped.engine_name}, but {mapped.layer} is not an attention layer "
-                    "of this checkpoint",
+                    f"quant_method {quant.quant_method} creates no KV-scale parameters; ignored",
+                    False,
                 )
             )
             continue
         by_layer[mapped.layer].append(_make_source(ckpt, ref, mapped.kind, mapped.convention))
 
     layer_names = _enumerate_layers(shape, weight_prefixes, by_layer)
-    layers = tuple(resolve_layer(name, by_layer.get(name, []), settings) for name in layer_names)
+    refusals = _unmapped_refusals(layer_names, unmapped, quant.quant_method)
+    layers = tuple(
+        resolve_layer(
+            engine_layer_name(attention_prefix(name), renames),
+            by_layer.get(name, []),
+            settings,
+            checkpoint_prefix=attention_prefix(name),
+            refusal=refusals.get(name),
+        )
+        for name in layer_names
+    )
 
     problems.extend(_layer_problems(layers, settings, quant))
     problems.extend(
@@ -268,7 +344,11 @@ def _make_source(
     )
 
 
-def _unmapped_reason(name: str, quant_method: str | None, stacked_first: bool) -> str:
+def _unmapped_reason(
+    name: str, quant_method: str | None, stacked_first: bool, has_quant_config: bool = True
+) -> str:
+    if not has_quant_config:
+        return "config.json has no quantization_config, so no KV-scale name mapping runs"
     if name.endswith("output_scale"):
         if stacked_first:
             return (
@@ -636,6 +716,7 @@ def _model_problems(
             )
         if scale_like_count:
             first = unmapped[0].tensor if unmapped else ""
+            fails = any(item.fails for item in unmapped)
             out.append(
                 problem(
                     "scales-without-quant-config",
@@ -643,8 +724,10 @@ def _model_problems(
                     + (
                         f"quant_method {quant.quant_method} creates no KV-scale parameters"
                         if quant.quant_method
-                        else "config.json declares no quantization_config"
+                        else "config.json declares no quantization_config, so the loader "
+                        "cannot place them and refuses the model"
                     ),
+                    severity=Severity.ERROR if fails else Severity.WARNING,
                 )
             )
     else:
@@ -657,8 +740,10 @@ def _model_problems(
             out.append(
                 problem(
                     code,
-                    f"{item.tensor} ({item.file}) is not used as a KV scale: {item.reason}",
+                    f"{item.tensor} ({item.file}) is not used as a KV scale: {item.reason}"
+                    + ("; the engine's loader refuses it" if item.fails else ""),
                     _layer_of(item.tensor),
+                    severity=Severity.ERROR if item.fails else Severity.WARNING,
                 )
             )
     if ckpt.unindexed:
@@ -686,6 +771,6 @@ def _model_problems(
     return out
 
 
-def _layer_of(tensor: str) -> str | None:
+def _layer_of(tensor: str, renames: tuple[tuple[str, str], ...] = ()) -> str | None:
     match = re.match(r"^(.*?\.(?:self_attn|mixer))\.", tensor)
-    return engine_layer_name(match.group(1)) if match else None
+    return engine_layer_name(match.group(1), renames) if match else None

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from kvscale.errors import ConfigError, UsageError
+from kvscale.errors import ConfigError, LimitExceededError, UsageError
+from kvscale.limits import MAX_HEADS, MAX_LAYERS, Limit
 
 
 class EnginePath(str, Enum):
@@ -155,12 +156,36 @@ class QuantConfig:
         return None
 
 
-def _opt_int(config: Mapping[str, Any], key: str, where: str) -> int | None:
+def _show(value: Any) -> str:
+    """A config value for an error message: its JSON type and a short repr (never a 16 MB line)."""
+    kinds = {bool: "boolean", int: "number", float: "number", str: "string"}
+    kind = kinds.get(type(value)) or (
+        "null"
+        if value is None
+        else "list"
+        if isinstance(value, (list, tuple))
+        else "object"
+        if isinstance(value, Mapping)
+        else type(value).__name__
+    )
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{kind} {text}"
+
+
+def _opt_int(
+    config: Mapping[str, Any], key: str, where: str, limit: Limit | None = None
+) -> int | None:
     value = config.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(where, f"{key} must be a non-negative integer, got {value!r}")
+        raise ConfigError(where, f"{key} must be a non-negative integer, got {_show(value)}")
+    if limit is not None and value > limit.value():
+        # Layer lists and per-head scale lists are sized from these numbers: refuse before
+        # anything is allocated from them.
+        raise LimitExceededError(where, f"{key} is {value:,}", hint=limit.describe())
     return value
 
 
@@ -178,31 +203,37 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
     def pick(key: str) -> Any:
         return config.get(key) if config.get(key) is not None else text.get(key)
 
+    text_raw = config.get("text_config")
+    if text_raw is not None and not isinstance(text_raw, Mapping):
+        raise ConfigError(where, f"text_config must be an object, got {_show(text_raw)}")
     archs = config.get("architectures") or ()
     if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
-        raise ConfigError(where, f"architectures must be a list of strings, got {archs!r}")
+        raise ConfigError(where, f"architectures must be a list of strings, got {_show(archs)}")
     model_type = pick("model_type")
     if model_type is not None and not isinstance(model_type, str):
-        raise ConfigError(where, f"model_type must be a string, got {model_type!r}")
-    dtype = pick("dtype") if pick("dtype") is not None else pick("torch_dtype")
+        raise ConfigError(where, f"model_type must be a string, got {_show(model_type)}")
+    dtype_key = "dtype" if pick("dtype") is not None else "torch_dtype"
+    dtype = pick(dtype_key)
     if dtype is not None and not isinstance(dtype, str):
-        raise ConfigError(where, f"torch_dtype must be a string, got {dtype!r}")
+        raise ConfigError(where, f"{dtype_key} must be a string, got {_show(dtype)}")
     layer_types = pick("layer_types")
     if layer_types is not None:
         if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
-            raise ConfigError(where, "layer_types must be a list of strings")
+            raise ConfigError(
+                where, f"layer_types must be a list of strings, got {_show(layer_types)}"
+            )
         layer_types = tuple(layer_types)
     pattern = pick("hybrid_override_pattern")
     if pattern is not None and not isinstance(pattern, str):
-        raise ConfigError(where, "hybrid_override_pattern must be a string")
+        raise ConfigError(where, f"hybrid_override_pattern must be a string, got {_show(pattern)}")
     source = config if config.get("num_hidden_layers") is not None else text
     heads_source = config if config.get("num_attention_heads") is not None else text
     return ModelShape(
         architectures=tuple(archs),
         model_type=model_type,
-        num_hidden_layers=_opt_int(source, "num_hidden_layers", where),
-        num_attention_heads=_opt_int(heads_source, "num_attention_heads", where),
-        num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where),
+        num_hidden_layers=_opt_int(source, "num_hidden_layers", where, MAX_LAYERS),
+        num_attention_heads=_opt_int(heads_source, "num_attention_heads", where, MAX_HEADS),
+        num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where, MAX_HEADS),
         config_dtype=dtype,
         layer_types=layer_types,
         hybrid_override_pattern=pattern,
@@ -222,22 +253,31 @@ def parse_quant_config(
     config: Mapping[str, Any] | None,
     hf_quant_config: Mapping[str, Any] | None,
     where: str = "config.json",
+    *,
+    hf_where: str = "hf_quant_config.json",
 ) -> QuantConfig:
-    """Detect the quant method and KV-cache declaration the way vLLM v0.33.0 does."""
+    """Detect the quant method and KV-cache declaration the way vLLM v0.33.0 does.
+
+    ``where`` / ``hf_where`` name the two files in error messages (full paths when known).
+    """
     source = "config.json"
     qc: Any = None
+    key = "quantization_config"  # for messages: the entry that held a wrongly typed value
     if config is not None:
         qc = config.get("quantization_config")
         if qc is None:
-            qc = _text_config(config).get("quantization_config")
+            qc, key = (
+                _text_config(config).get("quantization_config"),
+                "text_config.quantization_config",
+            )
         if qc is None:
-            qc = config.get("compression_config")  # older compressed-tensors key
+            qc, key = config.get("compression_config"), "compression_config"  # older CT key
     if qc is None and hf_quant_config is not None:
-        qc, source, where = hf_quant_config, "hf_quant_config.json", "hf_quant_config.json"
+        qc, source, where, key = hf_quant_config, "hf_quant_config.json", hf_where, "the file"
     if qc is None:
         return QuantConfig()
     if not isinstance(qc, Mapping):
-        raise ConfigError(where, f"quantization_config must be an object, got {type(qc).__name__}")
+        raise ConfigError(where, f"{key} must be an object, got {_show(qc)}")
 
     producer = qc.get("producer")
     producer_name = producer.get("name") if isinstance(producer, Mapping) else None
@@ -255,7 +295,7 @@ def parse_quant_config(
                 mapped = "modelopt"
             raw_method = mapped
     if raw_method is not None and not isinstance(raw_method, str):
-        raise ConfigError(where, f"quant_method must be a string, got {raw_method!r}")
+        raise ConfigError(where, f"quant_method must be a string, got {_show(raw_method)}")
     method = (raw_method or "").lower().replace("compressed_tensors", "compressed-tensors") or None
     family = method
     if method is not None and method.startswith("modelopt"):
@@ -281,6 +321,12 @@ def parse_quant_config(
         scheme = qc.get("kv_cache_scheme")
         if scheme is not None:
             declaration = f"fp8 kv_cache_scheme {_brief(scheme)}"
+        if "activation_scheme" not in qc:
+            # Fp8Config.from_config: get_from_keys(config, ["activation_scheme"]) is required.
+            refusal = refusal or (
+                "ValueError: Cannot find any of ['activation_scheme'] in the model's "
+                "quantization config."
+            )
 
     return QuantConfig(
         quant_method=family,
@@ -350,16 +396,18 @@ def _modelopt_kv_dtype(qc: Mapping[str, Any]) -> tuple[str, str | None]:
         return "auto", None
     declaration = f"ModelOpt KV cache {_brief(kv_algo)}"
     if isinstance(kv_algo, Mapping):
-        # Only an explicitly static (dynamic: false) 8-bit float scheme counts as fp8.
+        # Only an explicitly static (dynamic: false) 8-bit float scheme counts; the dict becomes
+        # the string "fp8" (or "nvfp4") and then goes through the same string map below.
         if (
             kv_algo.get("dynamic") is False
             and kv_algo.get("num_bits") == 8
             and kv_algo.get("type") == "float"
         ):
-            return "fp8", declaration
-        if kv_algo.get("num_bits") == 4 and kv_algo.get("type") == "float":
-            return "nvfp4", declaration
-        return "auto", declaration
+            kv_algo = "fp8"
+        elif kv_algo.get("num_bits") == 4 and kv_algo.get("type") == "float":
+            kv_algo = "nvfp4"
+        else:
+            return "auto", declaration
     if isinstance(kv_algo, str):
         return _MODELOPT_KV_MAP.get(kv_algo.lower(), "auto"), declaration
     return "auto", declaration
@@ -374,13 +422,21 @@ def _quark_kv(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
             "quantized model"
         )
     group = export.get("kv_cache_group")
+    if group is None:
+        # QuarkConfig.from_config calls len(kv_cache_group) on whatever the export holds.
+        return (
+            None,
+            "TypeError: object of type 'NoneType' has no len() (Quark export.kv_cache_group)",
+        )
     if not group:
         return None, None
     if not isinstance(group, list) or not all(isinstance(p, str) for p in group):
         return None, "TypeError: Quark export.kv_cache_group must be a list of patterns"
     layer_cfg = qc.get("layer_quant_config")
     if not isinstance(layer_cfg, Mapping):
-        layer_cfg = {}
+        return f"Quark kv_cache_group {group}", (
+            "AttributeError: Quark quantization_config has no layer_quant_config object"
+        )
     names = list(layer_cfg)
     declared = f"Quark kv_cache_group {group}"
     if not (

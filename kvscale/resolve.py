@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
 from kvscale.conventions import Convention
 from kvscale.errors import LimitExceededError
-from kvscale.floats import max_nan, round_to_dtype, to_float32
+from kvscale.floats import FLOAT32_MAX, max_nan, round_to_dtype, to_float32
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.model_config import (
     EnginePath,
@@ -117,8 +117,12 @@ class ResolvedLayer:
     """Parameter values after loading, before post-processing (model dtype on the base path)."""
     used_from_checkpoint: frozenset[str] = frozenset()
     """Kinds whose final device value comes from the checkpoint (not a default/duplicate)."""
+    checkpoint_prefix: str = ""
+    """The attention module prefix as the checkpoint spells it (``model.layers.0.self_attn``);
+    differs from ``name`` minus ``.attn`` where the model renames prefixes (NemotronH)."""
 
     def value(self, kind: str) -> ScaleValue | None:
+        kind = BUFFER_KINDS.get(kind, kind)
         return {
             "k_scale": self.k_scale,
             "v_scale": self.v_scale,
@@ -147,6 +151,31 @@ def _refused(
     )
 
 
+BUFFER_KINDS = {
+    "_k_scale": "k_scale",
+    "_v_scale": "v_scale",
+    "_q_scale": "q_scale",
+    "_prob_scale": "prob_scale",
+}
+"""Device buffers registered by ``set_default_quant_scales`` (float32 ``[]``) -> the kind they hold.
+A checkpoint tensor named ``<layer>.attn._k_scale`` is loaded into the buffer directly."""
+
+
+def _load_buffers(ordered: Sequence[ScaleSource]) -> dict[str, float]:
+    """Values the loader writes straight into the device buffers (``default_weight_loader``)."""
+    buffers: dict[str, float] = {}
+    for src in ordered:
+        if src.kind not in BUFFER_KINDS:
+            continue
+        if src.numel != 1:
+            raise _Refused(
+                f"AssertionError: Attempted to load weight ({_torch_size(src.shape)}) into "
+                f"parameter (torch.Size([])) for {src.tensor!r}"
+            )
+        buffers[BUFFER_KINDS[src.kind]] = to_float32(_values(src)[0])
+    return buffers
+
+
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -156,9 +185,26 @@ def _torch_size(shape: tuple[int, ...]) -> str:
 
 
 def resolve_layer(
-    name: str, sources: Sequence[ScaleSource], settings: EngineSettings
+    name: str,
+    sources: Sequence[ScaleSource],
+    settings: EngineSettings,
+    *,
+    checkpoint_prefix: str | None = None,
+    refusal: str | None = None,
 ) -> ResolvedLayer:
-    """Resolve one attention layer from the scale sources that target it, in load order."""
+    """Resolve one attention layer from the scale sources that target it, in load order.
+
+    ``refusal``: why loading this layer's tensors fails before any scale is processed (e.g. a
+    scale-like tensor of the layer that the loader cannot place).
+    """
+    layer = _resolve_layer(name, sources, settings, refusal)
+    prefix = checkpoint_prefix if checkpoint_prefix is not None else name.removesuffix(".attn")
+    return replace(layer, checkpoint_prefix=prefix)
+
+
+def _resolve_layer(
+    name: str, sources: Sequence[ScaleSource], settings: EngineSettings, refusal: str | None
+) -> ResolvedLayer:
     ordered = sorted(sources, key=lambda s: s.load_order)
     winners: dict[str, ScaleSource] = {}
     shadowed: list[ScaleSource] = []
@@ -168,23 +214,40 @@ def resolve_layer(
         winners[src.kind] = src
     if settings.refusal is not None:
         return _refused(name, settings.refusal, winners, shadowed)
+    if refusal is not None:
+        return _refused(name, refusal, winners, shadowed)
     try:
+        buffers = _load_buffers(ordered)
         if settings.engine_path is EnginePath.COMPRESSED_TENSORS:
-            return _resolve_compressed_tensors(name, ordered, winners, shadowed, settings)
+            return _resolve_compressed_tensors(name, ordered, winners, shadowed, settings, buffers)
         if settings.engine_path is EnginePath.BASE:
-            return _resolve_base(name, ordered, winners, shadowed, settings)
-        return _resolve_none(name, winners, shadowed)
+            return _resolve_base(name, ordered, winners, shadowed, settings, buffers)
+        return _resolve_none(name, winners, shadowed, buffers)
     except _Refused as exc:
         return _refused(name, str(exc), winners, shadowed)
 
 
+def _buffer_kinds(buffers: Mapping[str, float], kinds: Sequence[str]) -> set[str]:
+    """Source kinds (``_k_scale`` ...) whose buffer value survives into the final result."""
+    return {f"_{kind}" for kind in kinds if kind in buffers}
+
+
 def _resolve_none(
-    name: str, winners: dict[str, ScaleSource], shadowed: list[ScaleSource]
+    name: str,
+    winners: dict[str, ScaleSource],
+    shadowed: list[ScaleSource],
+    buffers: Mapping[str, float],
 ) -> ResolvedLayer:
-    # No KV-cache quant method: Attention keeps set_default_quant_scales' 1.0 everywhere and
-    # creates no scale parameters, so checkpoint scales reach nothing.
+    # No KV-cache quant method: no scale parameters and no post-processing; the device buffers
+    # keep set_default_quant_scales' 1.0 unless the checkpoint filled them directly.
+    values = [buffers.get(kind, 1.0) for kind in ("k_scale", "v_scale", "q_scale", "prob_scale")]
     return ResolvedLayer(
-        name, Rule.UNQUANTIZED, 1.0, 1.0, 1.0, 1.0, sources=dict(winners), shadowed=tuple(shadowed)
+        name,
+        Rule.UNQUANTIZED,
+        *values,
+        sources=dict(winners),
+        shadowed=tuple(shadowed),
+        used_from_checkpoint=frozenset(_buffer_kinds(buffers, list(buffers)) & set(winners)),
     )
 
 
@@ -199,13 +262,14 @@ def _resolve_base(
     winners: dict[str, ScaleSource],
     shadowed: list[ScaleSource],
     settings: EngineSettings,
+    buffers: Mapping[str, float],
 ) -> ResolvedLayer:
     dtype = settings.model_dtype
     # create_weights: KVCacheScaleParameter() is torch.tensor(-1.0) built under the model dtype.
     params = dict.fromkeys(_BASE_PARAM_KINDS, -1.0)
     for src in ordered:
         if src.kind not in params:
-            continue  # zero points: mapped to .attn.*_zero_point, ignored as unexpected suffixes
+            continue  # buffers (loaded above) and zero points (ignored as unexpected suffixes)
         if src.numel != 1:
             raise _Refused(
                 f"ValueError: KV-cache scale expects a scalar weight, got shape "
@@ -224,17 +288,21 @@ def _resolve_base(
     q = prob = 1.0
     rule = Rule.UNQUANTIZED
     if uses_per_token_head_scales(settings.kv_cache_dtype):
-        # process_weights_after_loading returns early: k = v = 1.0, q/prob keep their defaults.
+        # process_weights_after_loading returns early after `_k_scale.copy_(1.0)` and
+        # `_v_scale.copy_(1.0)`: the q/prob buffers keep whatever the loader put there.
         return ResolvedLayer(
             name,
             Rule.UNQUANTIZED,
             1.0,
             1.0,
-            1.0,
-            1.0,
+            buffers.get("q_scale", 1.0),
+            buffers.get("prob_scale", 1.0),
             sources=dict(winners),
             shadowed=tuple(shadowed),
             loaded=loaded,
+            used_from_checkpoint=frozenset(
+                _buffer_kinds(buffers, ("q_scale", "prob_scale")) & set(winners)
+            ),
         )
     if is_quantized_kv_cache(settings.kv_cache_dtype):
         pk, pv = params["k_scale"], params["v_scale"]
@@ -260,8 +328,21 @@ def _resolve_base(
             chosen, chosen_kind = (pv, "v_scale") if pv > pk else (pk, "k_scale")
             used.add(chosen_kind)
             k = v = chosen * 2 if settings.fnuz else chosen
-        # _k_scale.copy_(python float): float32 rounding of the double (overflow -> inf).
+        for label, value in (("k_scale", k), ("v_scale", v)):
+            if math.isfinite(value) and abs(value) > FLOAT32_MAX:
+                # `_k_scale_cpu.fill_(k_scale)` refuses a finite double beyond float32 (a huge
+                # bf16 scale doubled on fnuz).
+                raise _Refused(
+                    "RuntimeError: value cannot be converted to type float without overflow "
+                    f"({label} {value!r} after fnuz doubling exceeds float32)"
+                )
+        # _k_scale.copy_(python float): float32 rounding of the double.
         k, v = to_float32(k), to_float32(v)
+    else:
+        # Unquantized cache: k/v are never post-processed; their buffers keep 1.0 or a value the
+        # checkpoint loaded into them directly.
+        k, v = buffers.get("k_scale", 1.0), buffers.get("v_scale", 1.0)
+        used |= _buffer_kinds(buffers, ("k_scale", "v_scale"))
 
     pq = params["q_scale"]
     if pq > 0.0:
@@ -304,6 +385,7 @@ def _resolve_compressed_tensors(
     winners: dict[str, ScaleSource],
     shadowed: list[ScaleSource],
     settings: EngineSettings,
+    buffers: Mapping[str, float],
 ) -> ResolvedLayer:
     per_head = settings.ct_strategy == "attn_head"
     n = settings.num_kv_heads if per_head else 1
@@ -322,6 +404,8 @@ def _resolve_compressed_tensors(
                 "compressed-tensors path has no prob_scale parameter, so the loader refuses "
                 f"{src.tensor!r}; remove it from the checkpoint"
             )
+        if src.kind in BUFFER_KINDS:
+            continue  # loaded into the buffers above; k/v/q buffers are replaced below
         if src.kind.endswith("_zero_point"):
             if not per_head and src.numel != 1:
                 raise _Refused(
@@ -356,18 +440,21 @@ def _resolve_compressed_tensors(
         rule = Rule.PARTIAL
     else:
         rule = Rule.DEFAULT
-    used = frozenset(kind for kind in ("k_scale", "v_scale", "q_scale") if kind in winners)
+    used = {kind for kind in ("k_scale", "v_scale", "q_scale") if kind in winners}
+    used |= _buffer_kinds(buffers, ("prob_scale",)) & set(winners)
     return ResolvedLayer(
         name,
         rule,
         loaded["k_scale"],
         loaded["v_scale"],
         loaded["q_scale"],
-        1.0,  # _prob_scale keeps set_default_quant_scales' 1.0
+        # process_weights_after_loading re-registers _k/_v/_q_scale from the parameters; the
+        # _prob_scale buffer keeps its 1.0 (or a value loaded into it directly).
+        buffers.get("prob_scale", 1.0),
         sources=dict(winners),
         shadowed=tuple(shadowed),
         loaded=loaded,
-        used_from_checkpoint=used,
+        used_from_checkpoint=frozenset(used),
     )
 
 

@@ -46,7 +46,7 @@ EXPECTED = {
     # example: (exit code, quant method, kv cache dtype, rules)
     "llm-compressor-fp8": (0, "compressed-tensors", "fp8", {"separate": 4}),
     "llm-compressor-attn-head": (0, "compressed-tensors", "fp8", {"per_head": 4}),
-    "modelopt-fp8": (0, "modelopt", "fp8", {"separate": 4}),
+    "modelopt-fp8": (0, "modelopt", "fp8_e4m3", {"separate": 4}),
     "modelopt-legacy": (0, "modelopt", "fp8_e4m3", {"separate": 4}),
     "quark-fp8": (0, "quark", "auto", {"unquantized": 4}),
     "autofp8-legacy": (0, "fp8", "auto", {"unquantized": 4}),
@@ -56,7 +56,13 @@ EXPECTED = {
         "fp8",
         {"separate": 4},
     ),
-    "broken": (1, "compressed-tensors", "fp8", {"default": 1, "partial": 1, "separate": 2}),
+    "broken": (
+        1,
+        "compressed-tensors",
+        "fp8",
+        {"default": 1, "error": 1, "partial": 1, "separate": 2},
+    ),
+    "wrong-scale": (0, "compressed-tensors", "fp8", {"separate": 4}),
 }
 
 

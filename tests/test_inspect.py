@@ -85,7 +85,8 @@ def test_nemotron_h_mixer(tmp_path: Path) -> None:
     cfg["hybrid_override_pattern"] = "M*"
     write_checkpoint(tmp_path, tensors, cfg)
     doc = run_json(tmp_path)
-    assert [entry["name"] for entry in doc["layers"]] == ["backbone.layers.1.mixer.attn"]
+    # The engine renames NemotronH's "backbone." prefix to "model." (its hf_to_vllm_mapper).
+    assert [entry["name"] for entry in doc["layers"]] == ["model.layers.1.mixer.attn"]
     assert layer(doc, 0)["checkpoint"]["k_scale"]["convention"] == "nemotron-h"
     assert (layer(doc, 0)["k_scale"], layer(doc, 0)["v_scale"]) == (0.125, 0.0625)
 
@@ -123,10 +124,26 @@ def test_quark_q_and_prob(tmp_path: Path) -> None:
 def test_output_scale_not_mapped_under_compressed_tensors(tmp_path: Path) -> None:
     tensors = {**attention_weights(1), f"{P.format(0)}.k_proj.output_scale": tensor(0.5)}
     write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
+    doc = run_json(tmp_path, code=1)
+    # Llama's loader renames k_proj to qkv_proj and finds no qkv_proj.output_scale: it raises.
+    assert layer(doc, 0)["rule"] == "error"
+    assert "There is no module or parameter named" in layer(doc, 0)["error"]
+    assert {"unmapped-scale-name", "layer-refused"} <= codes(doc)
+    assert doc["unmapped"][0]["tensor"] == f"{P.format(0)}.k_proj.output_scale"
+
+
+def test_unmapped_name_only_warns_for_custom_loaders(tmp_path: Path) -> None:
+    tensors = {**attention_weights(1), f"{P.format(0)}.k_proj.output_scale": tensor(0.5)}
+    cfg = config(
+        layers=1,
+        quant=quant_config("compressed-tensors"),
+        architectures=["BailingMoeV3ForCausalLM"],
+    )
+    write_checkpoint(tmp_path, tensors, cfg)
     doc = run_json(tmp_path)
     assert layer(doc, 0)["rule"] == "default"
-    assert {"unmapped-scale-name", "default-scale-used", "declared-scheme-no-scales"} <= codes(doc)
-    assert doc["unmapped"][0]["tensor"] == f"{P.format(0)}.k_proj.output_scale"
+    unmapped = [p for p in doc["problems"] if p["code"] == "unmapped-scale-name"]
+    assert unmapped[0]["severity"] == "warning"
 
 
 def test_architecture_whose_mapper_drops_output_scale(tmp_path: Path) -> None:
@@ -139,7 +156,10 @@ def test_architecture_whose_mapper_drops_output_scale(tmp_path: Path) -> None:
     write_checkpoint(tmp_path, tensors, cfg)
     doc = run_json(tmp_path, "--kv-cache-dtype", "fp8", code=1)
     assert "dropped-by-architecture" in codes(doc)
-    assert layer(doc, 0)["rule"] == "default"
+    assert layer(doc, 0)["rule"] == "error"
+    llama = config(layers=1, quant=quant_config("quark"))
+    write_checkpoint(tmp_path, tensors, llama)
+    assert layer(run_json(tmp_path, "--kv-cache-dtype", "fp8"), 0)["rule"] == "separate"
 
 
 # --- layouts -------------------------------------------------------------------------------------
@@ -227,7 +247,7 @@ def test_same_name_in_two_shards_last_wins(tmp_path: Path) -> None:
     "quant, expected",
     [
         (quant_config("compressed-tensors"), "fp8"),
-        (quant_config("modelopt"), "fp8"),
+        (quant_config("modelopt"), "fp8_e4m3"),
         (quant_config("modelopt", kv_cache_scheme={"num_bits": 8, "type": "float"}), "auto"),
         (quant_config("fp8"), "auto"),
         (quant_config("quark"), "auto"),

@@ -108,19 +108,19 @@ def _short_layer(name: str) -> str:
     return name.removesuffix(".attn")
 
 
-def _layer_labels(layers: Sequence[ResolvedLayer]) -> tuple[str | None, list[str]]:
+def layer_labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
     """Compact labels: when every layer is ``<A>.layers.N.<B>.attn`` with one A and B, the
     column shows N and the title shows the template; otherwise full names."""
     import re
 
     pattern = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
-    matches = [pattern.match(layer.name) for layer in layers]
-    if layers and all(matches):
+    matches = [pattern.match(name) for name in names]
+    if names and all(matches):
         shapes = {(m.group(1), m.group(3)) for m in matches if m}
         if len(shapes) == 1:
             head, tail = shapes.pop()
             return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
-    return None, [_short_layer(layer.name) for layer in layers]
+    return None, [_short_layer(name) for name in names]
 
 
 def _sources_text(layer: ResolvedLayer) -> str:
@@ -154,7 +154,7 @@ def inspect_renderables(
     for p in report.problems:
         problems_by_layer[p.layer].append(p)
 
-    template, labels = _layer_labels(report.layers)
+    template, labels = layer_labels([layer.name for layer in report.layers])
     title = Text("KV-cache scales of ")
     title.append_text(safe_text(report.checkpoint, "bold"))
     if template:
@@ -162,12 +162,17 @@ def inspect_renderables(
         title.append_text(safe_text(template))
         title.append(")")
     table = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
+    if any(isinstance(layer.k_scale, tuple) for layer in report.layers):
+        title.append("; * = max over heads (the host value)")
     table.add_column(
-        "N" if template else "layer", overflow="fold", justify="right" if template else "left"
+        "N" if template else "layer",
+        overflow="fold",
+        justify="right" if template else "left",
+        no_wrap=bool(template),
     )
     for kind in ("k", "v", "q"):
         table.add_column(kind, justify="right", no_wrap=True)
-    table.add_column("rule", no_wrap=True)
+    table.add_column("rule", no_wrap=True, min_width=8)
     table.add_column("source", overflow="fold")
     table.add_column("problems", no_wrap=True)
     for label, layer in zip(labels, report.layers, strict=True):
