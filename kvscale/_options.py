@@ -69,3 +69,87 @@ AllowOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+# --- CI options (policy files, reports, annotations) -------------------------------------------
+
+
+class Annotations(str, Enum):
+    auto = "auto"
+    github = "github"
+    none = "none"
+
+
+PolicyOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--policy",
+        help="Policy file (kvscale.toml, or pyproject.toml with a \\[tool.kvscale] table). "
+        "Default: the nearest one from the current directory up to the repository root. "
+        "Command-line options win over it.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+NoPolicyOpt = Annotated[
+    bool,
+    typer.Option("--no-policy", help="Ignore kvscale.toml / pyproject.toml policy files."),
+]
+JunitOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--junit",
+        help="Also write a JUnit XML report to this file (one test case per layer and check).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+AnnotationsOpt = Annotated[
+    Annotations,
+    typer.Option(
+        "--annotations",
+        help="GitHub Actions annotations (::error/::warning lines on stderr). auto: on when "
+        "GITHUB_ACTIONS=true.",
+        case_sensitive=False,
+    ),
+]
+
+
+# --- normalize options ----------------------------------------------------------------------
+
+
+OutDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Output directory (created; must not be inside the checkpoint). Written atomically: "
+        "it appears complete or not at all.",
+        show_default=False,
+        file_okay=False,
+    ),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing --out (only a previous kvscale output), and leave layers that "
+        "cannot be normalized (refused, invalid values) as they are instead of stopping.",
+    ),
+]
+CheckpointCopyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--checkpoint",
+        help="Also write DIR/checkpoint/: a copy of the checkpoint with every KV scale explicit "
+        "under the canonical names (other tensors and files byte-identical).",
+    ),
+]
+DigestsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--digests",
+        help="sha256 of every output file in the --json summary (reads each copied byte back); "
+        "without it, only kvscale's own files (scales, index) get one.",
+    ),
+]

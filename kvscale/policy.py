@@ -1,16 +1,36 @@
-"""Which problems fail a run: severity, ``--strict``, ``--fail-on`` and ``--allow``.
+"""Which problems fail a run: severity, ``--strict``, ``--fail-on`` and ``--allow``; policy files.
 
 Errors fail unless allowed; warnings fail under ``--strict`` or when their code is in
 ``--fail-on``; an allowed code never fails (it is still reported, marked allowed).
+
+A policy file keeps those rules in the repository, next to the checkpoints it gates:
+
+* ``kvscale.toml`` with top-level keys, or
+* a ``[tool.kvscale]`` table in ``pyproject.toml``,
+
+found from the current directory upwards (the first directory holding either wins; the search
+stops after the directory that holds ``.git``, so a policy outside the repository never leaks
+in), or named with ``--policy FILE``. Command-line options win over the file (``Policy.merged``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from kvscale.errors import UsageError
 from kvscale.problems import CATALOGUE, Problem, Severity
+
+POLICY_FILE = "kvscale.toml"
+PYPROJECT = "pyproject.toml"
+PYPROJECT_TABLE = "tool.kvscale"
 
 
 @dataclass(frozen=True)
@@ -28,6 +48,9 @@ class Policy:
 
     def failing(self, problems: Iterable[Problem]) -> list[Problem]:
         return [p for p in problems if self.fails(p)]
+
+    def allowed(self, item: Problem) -> bool:
+        return item.code in self.allow
 
     def merged(self, other: Policy) -> Policy:
         """Command-line options (other) on top of a policy file (self)."""
@@ -53,3 +76,232 @@ def parse_codes(values: Sequence[str] | None, option: str) -> frozenset[str]:
                 )
             codes.add(code)
     return frozenset(codes)
+
+
+# --- policy files ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyFile:
+    """A parsed policy file: the fail rules plus defaults for command options."""
+
+    path: Path
+    policy: Policy
+    kv_cache_dtype: str | None = None
+    platform: str | None = None
+    model_dtype: str | None = None
+    max_rel_change: float | None = None
+    """Default gate for ``kvscale diff``."""
+
+
+POLICY_KEYS: Mapping[str, str] = {
+    "strict": "true or false: warnings fail the run too (like --strict)",
+    "fail_on": "problem codes that fail the run even as warnings (like --fail-on)",
+    "allow": "problem codes that never fail the run (like --allow)",
+    "kv_cache_dtype": "default for --kv-cache-dtype",
+    "platform": "default for --platform (ocp or fnuz)",
+    "model_dtype": "default for --model-dtype",
+    "max_rel_change": "default for kvscale diff --max-rel-change",
+}
+
+
+def _toml_module(path: Path) -> ModuleType:
+    """``tomllib`` (3.11+) or the ``tomli`` backport; a usage error naming the file otherwise."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    try:
+        import tomli  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise UsageError(
+            f"{path}: reading TOML policy files needs Python 3.11+ or the tomli package",
+            hint="pip install tomli, or pass --no-policy",
+        ) from None
+    return tomli  # type: ignore[no-any-return,unused-ignore]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    toml = _toml_module(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: policy file not found") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read policy file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+        parsed: dict[str, Any] = toml.loads(text)
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: policy file is not UTF-8 text") from None
+    except toml.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+    return parsed
+
+
+def _policy_table(path: Path, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The kvscale settings of a file: top-level keys of kvscale.toml, [tool.kvscale] of
+    pyproject.toml (None when a pyproject has no such table)."""
+    if path.name == PYPROJECT:
+        tool = document.get("tool", {})
+        table = tool.get("kvscale") if isinstance(tool, Mapping) else None
+        if table is None:
+            return None
+        if not isinstance(table, Mapping):
+            raise UsageError(f"{path}: [{PYPROJECT_TABLE}] must be a table")
+        return table
+    return document
+
+
+def _codes_value(path: Path, key: str, value: object) -> frozenset[str]:
+    if isinstance(value, str):
+        items: list[object] = [value]
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        raise UsageError(f"{path}: {key} must be a list of problem codes")
+    codes: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise UsageError(f"{path}: {key} must be a list of problem codes, got {item!r}")
+        for part in item.split(","):
+            code = part.strip()
+            if not code:
+                continue
+            if code not in CATALOGUE:
+                raise UsageError(
+                    f"{path}: unknown problem code {code!r} in {key}",
+                    hint="run `kvscale codes` for the list",
+                )
+            codes.add(code)
+    return frozenset(codes)
+
+
+def _string_value(path: Path, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{path}: {key} must be a non-empty string")
+    return value.strip()
+
+
+def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
+    """Validate one settings table; every mistake is a usage error naming the file."""
+    from kvscale.model_config import KV_CACHE_DTYPES, PLATFORMS, normalize_model_dtype
+
+    unknown = sorted(set(table) - set(POLICY_KEYS))
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} "
+            + ", ".join(repr(k) for k in unknown),
+            hint="known keys: " + ", ".join(POLICY_KEYS),
+        )
+    strict = table.get("strict", False)
+    if not isinstance(strict, bool):
+        raise UsageError(f"{path}: strict must be true or false")
+    fail_on = _codes_value(path, "fail_on", table.get("fail_on", []))
+    allow = _codes_value(path, "allow", table.get("allow", []))
+    both = sorted(fail_on & allow)
+    if both:
+        # Within one file there is no "later wins": a code in both lists is a mistake.
+        raise UsageError(f"{path}: {', '.join(both)} in both fail_on and allow")
+
+    kv_cache_dtype = platform = model_dtype = None
+    if "kv_cache_dtype" in table:
+        kv_cache_dtype = _string_value(path, "kv_cache_dtype", table["kv_cache_dtype"])
+        if kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise UsageError(
+                f"{path}: unknown kv_cache_dtype {kv_cache_dtype!r}",
+                hint="one of: " + ", ".join(KV_CACHE_DTYPES),
+            )
+    if "platform" in table:
+        platform = _string_value(path, "platform", table["platform"]).lower()
+        if platform not in PLATFORMS:
+            raise UsageError(f"{path}: unknown platform {platform!r}", hint="use ocp or fnuz")
+    if "model_dtype" in table:
+        model_dtype = _string_value(path, "model_dtype", table["model_dtype"])
+        try:
+            normalize_model_dtype(model_dtype)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
+    max_rel_change = None
+    if "max_rel_change" in table:
+        value = table["max_rel_change"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"{path}: max_rel_change must be a number")
+        max_rel_change = float(value)
+        if not math.isfinite(max_rel_change) or max_rel_change < 0:
+            raise UsageError(f"{path}: max_rel_change must be a finite number >= 0")
+    return PolicyFile(
+        path=path,
+        policy=Policy(strict=strict, fail_on=fail_on, allow=allow),
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        max_rel_change=max_rel_change,
+    )
+
+
+def load_policy_file(path: str | os.PathLike[str]) -> PolicyFile:
+    """Read ``kvscale.toml`` (top-level keys) or ``pyproject.toml`` (``[tool.kvscale]``).
+
+    A file with another name is read like ``kvscale.toml``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory, not a policy file")
+    table = _policy_table(path, _read_toml(path))
+    if table is None:
+        raise UsageError(f"{path}: no [{PYPROJECT_TABLE}] table")
+    return parse_policy(path, table)
+
+
+_TOOL_KVSCALE = re.compile(r"^\s*\[\s*tool\s*\.\s*kvscale\s*[\].]", re.MULTILINE)
+_TOOL_TABLE = re.compile(r"^\s*\[\s*tool\s*\]", re.MULTILINE)
+
+
+def _pyproject_may_have_table(path: Path) -> bool:
+    """Cheap pre-check, so that an unrelated pyproject.toml is never parsed (on Python 3.10
+    without tomli that would be an error for a file that holds no kvscale settings)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if _TOOL_KVSCALE.search(text):
+        return True
+    # Rare spellings: a [tool] table with a kvscale key, or a dotted key tool.kvscale.x = ...
+    return "kvscale" in text and (_TOOL_TABLE.search(text) is not None or "tool.kvscale" in text)
+
+
+def discover_policy_file(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest ``kvscale.toml``, or ``pyproject.toml`` with a ``[tool.kvscale]`` table.
+
+    Searched from ``start`` (default: the current directory) upwards. In each directory
+    ``kvscale.toml`` comes first. The search ends after the directory that holds ``.git`` (the
+    repository root) or at the filesystem root.
+    """
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / POLICY_FILE
+        if candidate.is_file():
+            return candidate
+        pyproject = directory / PYPROJECT
+        if pyproject.is_file() and _pyproject_may_have_table(pyproject):
+            if _policy_table(pyproject, _read_toml(pyproject)) is not None:
+                return pyproject
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def resolve_policy_file(
+    explicit: str | os.PathLike[str] | None,
+    *,
+    discover: bool = True,
+    start: str | os.PathLike[str] | None = None,
+) -> PolicyFile | None:
+    """``--policy FILE`` when given, else the discovered file (unless ``--no-policy``)."""
+    if explicit is not None:
+        return load_policy_file(explicit)
+    if not discover:
+        return None
+    found = discover_policy_file(start)
+    return load_policy_file(found) if found is not None else None

@@ -1,0 +1,196 @@
+"""examples/ci/: the GitHub Actions workflow, GitLab CI job and pre-commit hook, run locally.
+
+The scenarios live in examples/ci/run_local.py (also runnable by hand: examples/ci/run_local.sh);
+this module runs them under pytest on the bundled example checkpoints (a passing one and a
+broken one), and checks the files' structure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CI = ROOT / "examples" / "ci"
+GOOD = ROOT / "examples" / "llm-compressor-fp8"
+BROKEN = ROOT / "examples" / "broken"
+
+
+def _load_run_local() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kvscale_ci_run_local", CI / "run_local.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+run_local = _load_run_local()
+
+needs_examples = pytest.mark.skipif(
+    not (GOOD.is_dir() and BROKEN.is_dir()),
+    reason="examples/llm-compressor-fp8 and examples/broken come from examples/make_examples.py",
+)
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    if not (GOOD.is_dir() and BROKEN.is_dir()):
+        pytest.skip("example checkpoints missing (python examples/make_examples.py)")
+    results = run_local.run_all(GOOD, BROKEN, tmp_path_factory.mktemp("ci"))
+    return {outcome.scenario: outcome for outcome in results}
+
+
+SCENARIOS = [
+    "github-actions examples/llm-compressor-fp8",
+    "github-actions examples/broken",
+    "github-actions diff examples/llm-compressor-fp8 examples/llm-compressor-fp8",
+    "github-actions diff examples/llm-compressor-fp8 examples/broken",
+    "gitlab-ci examples/llm-compressor-fp8",
+    "gitlab-ci examples/broken",
+    "pre-commit examples/llm-compressor-fp8",
+    "pre-commit examples/broken",
+]
+
+
+@needs_examples
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_integration_commands(outcomes: dict[str, object], scenario: str) -> None:
+    outcome = outcomes[scenario]
+    assert outcome.problems == [], (  # type: ignore[attr-defined]
+        f"{scenario}: {outcome.problems}\n--- stdout\n{outcome.stdout}\n"  # type: ignore[attr-defined]
+        f"--- stderr\n{outcome.stderr}"  # type: ignore[attr-defined]
+    )
+    assert outcome.code == outcome.expected  # type: ignore[attr-defined]
+
+
+@needs_examples
+def test_broken_messages_are_readable(outcomes: dict[str, object]) -> None:
+    github = outcomes["github-actions examples/broken"]
+    # Annotations name the code and point at the checkpoint's files.
+    assert re.search(
+        r"(?m)^::error file=examples/broken/model\.safetensors,title=kvscale scale-zero::"
+        r"model\.layers\.0\.self_attn: v_scale is 0\.0",
+        github.stderr,  # type: ignore[attr-defined]
+    )
+    pre_commit = outcomes["pre-commit examples/broken"]
+    text = pre_commit.stdout  # type: ignore[attr-defined]
+    assert text.startswith("kvscale inspect examples/broken\n")
+    assert "error scale-zero" in text
+    assert re.search(r"(?m)^FAIL: \d+ attention layers", text)
+    assert pre_commit.stderr == ""  # type: ignore[attr-defined]
+
+
+# --- the files themselves ----------------------------------------------------------------------
+
+
+def test_yaml_files_parse_the_same_with_and_without_pyyaml() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML cross-check of the small YAML reader")
+    for path in (CI / "github-actions.yml", CI / "gitlab-ci.yml", ROOT / ".pre-commit-hooks.yaml"):
+        mine = run_local.MiniYaml(path.read_text()).parse()
+        theirs = yaml.safe_load(path.read_text())
+        if isinstance(theirs, dict) and True in theirs:  # YAML 1.1 reads the key `on` as true
+            theirs["on"] = theirs.pop(True)
+        assert mine == theirs, path
+
+
+def test_mini_yaml_reader_subset() -> None:
+    text = (
+        "# comment\n"
+        "a: 1\n"
+        "b:\n"
+        "  - x  # trailing comment\n"
+        '  - "quoted # not a comment"\n'
+        "  - key: v\n"
+        "    run: |\n"
+        "      echo one\n"
+        "\n"
+        "      echo two\n"
+        "    other: 'it''s'\n"
+        "c: true\n"
+    )
+    assert run_local.MiniYaml(text).parse() == {
+        "a": "1",
+        "b": [
+            "x",
+            "quoted # not a comment",
+            {"key": "v", "run": "echo one\n\necho two\n", "other": "it's"},
+        ],
+        "c": True,
+    }
+
+
+def test_github_workflow_structure() -> None:
+    env, steps = run_local.github_job()
+    assert env["CHECKPOINT"] == "${{ matrix.checkpoint }}"
+    assert [s.name for s in steps] == [
+        "Inspect KV-cache scales",
+        "Diff against the previous release",
+    ]
+    assert 'kvscale inspect "$CHECKPOINT" --strict --junit reports/kvscale-inspect.xml' in (
+        steps[0].run
+    )
+    assert steps[1].condition == "env.BASELINE != ''"
+    assert run_local.github_matrix_checkpoints() == ["examples/llm-compressor-fp8"]
+
+
+def test_gitlab_job_structure() -> None:
+    variables, script, junit = run_local.gitlab_job()
+    assert variables["CHECKPOINT"] == "examples/llm-compressor-fp8"
+    assert junit == "reports/kvscale-inspect.xml"
+    assert script[1] == 'kvscale inspect "$CHECKPOINT" --strict --junit reports/kvscale-inspect.xml'
+
+
+def test_pre_commit_hook_definition() -> None:
+    hook = run_local.pre_commit_hook()
+    assert hook["id"] == "kvscale-inspect"
+    assert hook["language"] == "python"
+    assert hook["entry"] == "kvscale inspect --strict --files"
+    assert hook["pass_filenames"] is True and hook["require_serial"] is True
+    files = re.compile(hook["files"])
+    for selected in (
+        "model.safetensors",
+        "ckpt/model-00001-of-00002.safetensors",
+        "ckpt/model.safetensors.index.json",
+        "ckpt/config.json",
+        "config.json",
+        "ckpt/hf_quant_config.json",
+    ):
+        assert files.search(selected), selected
+    for ignored in ("README.md", "ckpt/generation_config.json", "ckpt/myconfig.json", "x.py"):
+        assert not files.search(ignored), ignored
+
+
+def test_condition_evaluation() -> None:
+    holds = run_local.condition_holds
+    assert holds(None, {})
+    assert holds("always()", {})
+    assert holds("env.BASELINE != ''", {"BASELINE": "x"})
+    assert not holds("${{ env.BASELINE != '' }}", {"BASELINE": ""})
+    assert holds("env.BASELINE == ''", {})
+    with pytest.raises(ValueError, match="unsupported"):
+        holds("github.event_name == 'push'", {})
+
+
+def test_example_policy_file_is_valid() -> None:
+    from kvscale.policy import Policy, load_policy_file
+
+    loaded = load_policy_file(CI / "kvscale.toml")
+    assert loaded.policy == Policy(
+        strict=False,
+        fail_on=frozenset({"default-scale-used", "coverage-gap"}),
+        allow=frozenset({"precision-lost"}),
+    )
+    assert loaded.max_rel_change == 0.01
+
+
+def test_run_local_sh_calls_the_runner() -> None:
+    script = (CI / "run_local.sh").read_text()
+    assert script.startswith("#!/usr/bin/env bash\n")
+    assert 'run_local.py" "$@"' in script
+    assert (CI / "run_local.sh").stat().st_mode & 0o111
