@@ -218,18 +218,15 @@ def main() -> None:
     kv, so = statistics.median(kv_times), statistics.median(so_times)
     read, headers, scales = bytes_read_in_process(args.dir)
 
-    print(
-        f"checkpoint: {shards} shards, {LAYERS} layers, {apparent / 1e9:.0f} GB apparent, {on_disk / 1e6:.1f} MB on disk"
-    )
+    size = f"{apparent / 1e9:.0f} GB apparent, {on_disk / 1e6:.1f} MB on disk"
+    print(f"checkpoint: {shards} shards, {LAYERS} layers, {size}")
     print(f"{'program':38s} {'median s':>9s} {'min s':>8s} {'max s':>8s}")
     print(f"{'kvscale inspect --json':38s} {kv:9.3f} {min(kv_times):8.3f} {max(kv_times):8.3f}")
-    print(
-        f"{'safe_open(framework=pt) + get_tensor':38s} {so:9.3f} {min(so_times):8.3f} {max(so_times):8.3f}"
-    )
+    label = "safe_open(framework=pt) + get_tensor"
+    print(f"{label:38s} {so:9.3f} {min(so_times):8.3f} {max(so_times):8.3f}")
     print(f"ratio kvscale / safe_open: {kv / so:.3f}x  (target <= 0.25x; kvscale target < 0.5 s)")
-    print(
-        f"bytes read by inspect from shards: {read:,} (headers {headers:,} + scales {scales:,}; weights 0)"
-    )
+    print(f"bytes read by inspect from shards: {read:,}")
+    print(f"  on disk: headers {headers:,} + scale tensors {scales:,}; weights read: 0")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from kvscale._output import error_line
+from kvscale._output import error_line, sanitize
 from kvscale.errors import ExitCode, KVScaleError
 
 EXIT_CODES_HELP = (
@@ -139,7 +139,8 @@ class DelayedProgress:
             )
             self._progress.start()
             self._task = self._progress.add_task(self.description, total=total, label="")
-        self._progress.update(self._task, completed=done, total=total, label=label[-40:])
+        # Shard and layer names come from the checkpoint: escape before rich sees them.
+        self._progress.update(self._task, completed=done, total=total, label=sanitize(label)[-40:])
 
     def close(self) -> None:
         if self._progress is not None:

@@ -6,6 +6,13 @@ The set and order of files follows what vLLM v0.33.0 loads
 the index names but that is missing is an error), in natural sort order (``_natural_sort_key``), and
 within a file in ``safe_open(...).keys()`` order, which is sorted by name. When a tensor name occurs
 twice, the one loaded last is the one the engine keeps.
+
+Hostile layouts are refused before anything is opened: index shard names must be plain file
+names (no ``/``, ``..``, absolute paths or NUL), so an index cannot make kvscale read outside the
+checkpoint; only regular files are opened, without blocking (a FIFO named ``*.safetensors`` or
+``config.json`` cannot hang a run); every JSON file is read through a size cap; a dangling
+symlink is reported as one, never mistaken for an absent optional file; config.json's types are
+checked here, where the full path is known, so that the message names the file.
 """
 
 from __future__ import annotations
@@ -24,13 +31,16 @@ from kvscale.errors import (
     InputError,
     LimitExceededError,
 )
-from kvscale.limits import MAX_CONFIG_BYTES, MAX_SHARDS
+from kvscale.limits import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, MAX_SHARDS, Limit
 from kvscale.safetensors_io import (
     SafetensorsHeader,
     TensorInfo,
+    json_error_text,
     os_error,
     parse_json_bytes,
+    quote,
     read_header,
+    read_small_file,
 )
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -81,53 +91,58 @@ def natural_sort_key(name: str) -> list[int | str]:
     return [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", os.path.basename(name))]
 
 
-def read_json_file(path: Path, what: str, *, required: bool = False) -> Any:
+def read_json_file(
+    path: Path, what: str, *, required: bool = False, limit: Limit = MAX_CONFIG_BYTES
+) -> Any:
     """Read a small JSON document with kvscale's strict parser; None if absent and optional."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         if required:
-            raise CheckpointNotFoundError(path, f"{what} not found") from None
+            raise CheckpointNotFoundError(path, f"{what} not found")
         return None
-    except OSError as exc:
-        raise os_error(path, exc) from None
-    limit = MAX_CONFIG_BYTES.value()
-    if size > limit:
-        raise LimitExceededError(
-            path, f"{what} is {size:,} bytes", hint=MAX_CONFIG_BYTES.describe()
-        )
+    # A dangling symlink (an HF cache whose blob is missing) is a broken checkpoint, not a
+    # checkpoint without this file: read_small_file reports it as such.
+    raw = read_small_file(path, limit, what)
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise ConfigError(path, f"{what} is a directory") from None
-    except OSError as exc:
-        raise os_error(path, exc) from None
-    try:
-        return parse_json_bytes(raw)
-    except UnicodeDecodeError:
-        raise ConfigError(path, f"{what} is not UTF-8 text") from None
+        doc = parse_json_bytes(raw)
     except (ValueError, RecursionError) as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(path, f"{what} is not valid JSON ({text[:120]})") from None
+        raise ConfigError(path, f"{what} {json_error_text(exc)}") from None
+    if doc is None:
+        # Returning None would make a file holding `null` look absent.
+        raise ConfigError(path, f"{what} is not a JSON object (it is null)")
+    return doc
+
+
+_REF_MAX_BYTES = 4096
+"""A ref file holds one revision hash; anything longer is not a ref."""
 
 
 def _resolve_hf_cache(repo: Path) -> Path:
     """``models--ORG--NAME`` -> the snapshot ``refs/main`` points to."""
     ref = repo / "refs" / "main"
     snapshots = repo / "snapshots"
-    if ref.is_file():
+    if os.path.lexists(ref):
+        raw = read_small_file(ref, _REF_MAX_BYTES, "refs/main")
         try:
-            revision = ref.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CheckpointLayoutError(ref, f"cannot read the ref ({exc})") from None
+            revision = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise CheckpointLayoutError(ref, "refs/main is not UTF-8 text") from None
         if not re.fullmatch(r"[0-9A-Za-z._-]{1,128}", revision) or revision in (".", ".."):
-            raise CheckpointLayoutError(ref, f"refs/main holds an invalid revision {revision!r}")
+            raise CheckpointLayoutError(
+                ref, f"refs/main holds an invalid revision {quote(revision, 60)}"
+            )
         snapshot = snapshots / revision
         if not snapshot.is_dir():
+            what = (
+                "is a broken symlink"
+                if os.path.islink(snapshot)
+                else "is not a directory"
+                if os.path.lexists(snapshot)
+                else "does not exist"
+            )
             raise CheckpointLayoutError(
                 ref,
                 f"dangling ref: refs/main points to revision {revision} but snapshots/{revision} "
-                "does not exist",
+                f"{what}",
                 hint="re-download the model or pass the snapshot directory you want",
             )
         return snapshot
@@ -148,10 +163,20 @@ def _is_hf_cache_repo(path: Path) -> bool:
     return path.name.startswith(("models--", "datasets--")) and (path / "snapshots").is_dir()
 
 
-def _validate_shard_name(index_path: Path, name: Any) -> str:
+def _validate_shard_name(index_path: Path, tensor: Any, name: Any) -> str:
+    """A shard name from the index's weight_map: a plain file name in the checkpoint, or refused.
+
+    Checked for every entry before any shard is opened, so ``../../etc/passwd`` or
+    ``/dev/zero`` is never touched.
+    """
+    if not isinstance(name, str):
+        raise CheckpointLayoutError(
+            index_path,
+            f"weight_map entry for tensor {quote(tensor)} is not a file name: {quote(name, 60)}",
+            hint="regenerate the index",
+        )
     if (
-        not isinstance(name, str)
-        or not name
+        not name
         or "/" in name
         or "\\" in name
         or name in (".", "..")
@@ -160,7 +185,7 @@ def _validate_shard_name(index_path: Path, name: Any) -> str:
     ):
         raise CheckpointLayoutError(
             index_path,
-            f"weight_map points outside the checkpoint directory: {name!r}",
+            f"weight_map points outside the checkpoint directory: {quote(name)}",
             hint="shard names in the index must be plain file names; the file was not opened",
         )
     return name
@@ -168,6 +193,8 @@ def _validate_shard_name(index_path: Path, name: Any) -> str:
 
 def locate(path_given: str | os.PathLike[str]) -> tuple[Path, str, list[str] | None]:
     """Resolve the given path to (root directory, layout, explicit file list or None)."""
+    if not str(path_given):
+        raise CheckpointNotFoundError("''", "empty path", hint="pass a checkpoint path")
     given = Path(path_given)
     try:
         st = given.stat()
@@ -202,7 +229,7 @@ def open_checkpoint(
     index_path = root / INDEX_NAME
     index = None
     if explicit is None:
-        index = read_json_file(index_path, "index")
+        index = read_json_file(index_path, "index", limit=MAX_INDEX_BYTES)
         try:
             names = sorted(
                 e.name
@@ -214,12 +241,12 @@ def open_checkpoint(
         # os.scandir lists dangling links and directories too; the engine's glob would open them.
         if index is not None:
             weight_map = _index_weight_map(index_path, index)
-            indexed = {_validate_shard_name(index_path, f) for f in weight_map.values()}
+            indexed = {_validate_shard_name(index_path, t, f) for t, f in weight_map.items()}
             missing = sorted(indexed - set(names))
             if missing:
                 raise CheckpointLayoutError(
                     index_path,
-                    f"index names shard {missing[0]!r}, which is missing"
+                    f"index names shard {quote(missing[0])}, which is missing"
                     + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
                     hint="the checkpoint is incomplete; re-download the missing shards",
                 )
@@ -238,12 +265,15 @@ def open_checkpoint(
         raise LimitExceededError(root, f"{len(names):,} shards", hint=MAX_SHARDS.describe())
     files = sorted(names, key=natural_sort_key)
 
-    config = read_json_file(root / "config.json", "config.json")
+    config_path = root / "config.json"
+    config = read_json_file(config_path, "config.json")
     if config is not None and not isinstance(config, dict):
-        raise ConfigError(root / "config.json", "config.json is not a JSON object")
-    hf_quant = read_json_file(root / "hf_quant_config.json", "hf_quant_config.json")
+        raise ConfigError(config_path, "config.json is not a JSON object")
+    hf_quant_path = root / "hf_quant_config.json"
+    hf_quant = read_json_file(hf_quant_path, "hf_quant_config.json")
     if hf_quant is not None and not isinstance(hf_quant, dict):
-        raise ConfigError(root / "hf_quant_config.json", "hf_quant_config.json is not an object")
+        raise ConfigError(hf_quant_path, "hf_quant_config.json is not a JSON object")
+    _check_config_types(config, hf_quant, config_path, hf_quant_path)
 
     headers: dict[str, SafetensorsHeader] = {}
     tensors: dict[str, TensorRef] = {}
@@ -266,19 +296,20 @@ def open_checkpoint(
     if index is not None:
         weight_map = _index_weight_map(index_path, index)
         for tensor_name, shard_name in weight_map.items():
-            ref = tensors.get(tensor_name)
-            if ref is None:
+            held = tensors.get(tensor_name)
+            if held is None:
                 raise CheckpointLayoutError(
                     index_path,
-                    f"index lists tensor {tensor_name!r} in {shard_name}, but no shard has it",
+                    f"index lists tensor {quote(tensor_name)} in {quote(shard_name)}, but no "
+                    "shard has it",
                     hint="the index and the files disagree; regenerate the index",
                 )
-            holders = [r.file for r in occurrences.get(tensor_name, [ref])]
+            holders = [r.file for r in occurrences.get(tensor_name, [held])]
             if shard_name not in holders:
                 raise CheckpointLayoutError(
                     index_path,
-                    f"index lists tensor {tensor_name!r} in {shard_name}, but it is in "
-                    f"{holders[0]}",
+                    f"index lists tensor {quote(tensor_name)} in {quote(shard_name)}, but it is "
+                    f"in {quote(holders[0])}",
                     hint="the index and the files disagree; regenerate the index",
                 )
         unindexed = sorted(set(tensors) - set(weight_map))
@@ -296,6 +327,23 @@ def open_checkpoint(
         duplicates={k: tuple(v) for k, v in occurrences.items()},
         unindexed=tuple(unindexed),
     )
+
+
+def _check_config_types(
+    config: Mapping[str, Any] | None,
+    hf_quant: Mapping[str, Any] | None,
+    config_path: Path,
+    hf_quant_path: Path,
+) -> None:
+    """Refuse wrongly typed config values now, naming the full path of the file.
+
+    The same parsers run again later (in ``kvscale.inspect``) with short file names; running
+    them here first means any ConfigError a user sees carries the path they can open.
+    """
+    from kvscale.model_config import parse_model_shape, parse_quant_config
+
+    parse_model_shape(config, str(config_path))
+    parse_quant_config(config, hf_quant, str(config_path), hf_where=str(hf_quant_path))
 
 
 def _index_weight_map(index_path: Path, index: Any) -> Mapping[str, Any]:

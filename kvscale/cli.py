@@ -10,7 +10,10 @@ import typer
 from kvscale import __version__
 from kvscale._cli_base import app
 from kvscale.commands import codes as _codes  # noqa: F401  (registers the command)
+from kvscale.commands import diff as _diff  # noqa: F401
 from kvscale.commands import inspect as _inspect  # noqa: F401
+from kvscale.commands import normalize as _normalize  # noqa: F401
+from kvscale.commands import verify as _verify  # noqa: F401
 
 
 def _version_callback(value: bool) -> None:

@@ -191,9 +191,17 @@ def attention_prefixes_from_weights(names: Iterable[str]) -> set[str]:
     return found
 
 
-def layer_sort_key(layer: str) -> tuple[int, str]:
+def layer_index(layer: str) -> int | None:
+    """The N of ``.layers.N.``; None when absent or absurdly long (hostile names)."""
     match = _LAYER_INDEX.search(layer + ".")
-    return (int(match.group(1)) if match else 1 << 30, layer)
+    if match is None or len(match.group(1)) > 18:
+        return None
+    return int(match.group(1))
+
+
+def layer_sort_key(layer: str) -> tuple[int, str]:
+    index = layer_index(layer)
+    return (index if index is not None else 1 << 62, layer)
 
 
 def engine_layer_name(prefix: str, renames: tuple[tuple[str, str], ...] = ()) -> str:

@@ -165,11 +165,10 @@ def format_value(value: float | Sequence[float] | None) -> str:
     """Short human rendering of a scale value (tables); JSON uses ``encode_json_value``."""
     if value is None:
         return "-"
-    if isinstance(value, (list, tuple)):
+    if not isinstance(value, float):
         if not value:
             return "[]"
-        top = max_nan(value)
-        return f"{format_value(top)}*" if math.isfinite(top) else format_value(top) + "*"
+        return format_value(max_nan(value)) + "*"
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

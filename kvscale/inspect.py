@@ -24,11 +24,12 @@ from kvscale.conventions import (
     attention_prefix,
     attention_prefixes_from_weights,
     engine_layer_name,
+    layer_index,
     layer_sort_key,
     looks_like_kv_scale,
     map_name,
 )
-from kvscale.errors import UsageError
+from kvscale.errors import LimitExceededError, UsageError
 from kvscale.floats import (
     DECODABLE_DTYPES,
     FLOAT_DTYPES,
@@ -36,7 +37,7 @@ from kvscale.floats import (
     is_subnormal,
     round_to_dtype,
 )
-from kvscale.limits import MAX_SCALE_ELEMENTS
+from kvscale.limits import MAX_LAYERS, MAX_SCALE_ELEMENTS
 from kvscale.model_config import (
     EnginePath,
     ModelShape,
@@ -217,7 +218,7 @@ def inspect_opened(ckpt: Checkpoint, options: InspectOptions) -> ScaleReport:
         if (
             targets_layer
             and weight_prefixes
-            and attention_prefix(mapped.layer) not in weight_prefixes
+            and attention_prefix(str(mapped.layer)) not in weight_prefixes
         ):
             # e.g. model.layers.0.mlp.k_scale -> model.layers.0.mlp.attn.k_scale: no such module.
             reason = (
@@ -376,6 +377,12 @@ def _enumerate_layers(
                 layers.add(engine_layer_name(template.format(i)))
     if typed:
         layers = {name for name in layers if _typed_keep(shape, name)}
+    limit = MAX_LAYERS.value()
+    if len(layers) > limit:
+        # Layers also come from tensor names, which the config's bound does not cover.
+        raise LimitExceededError(
+            "checkpoint", f"{len(layers):,} attention layers", hint=MAX_LAYERS.describe()
+        )
     return sorted(layers, key=layer_sort_key)
 
 
@@ -402,8 +409,8 @@ def _is_attention_layer(shape: ModelShape, index: int) -> bool:
 
 
 def _typed_keep(shape: ModelShape, layer: str) -> bool:
-    match = re.search(r"\.layers\.(\d+)\.", layer)
-    return match is None or _is_attention_layer(shape, int(match.group(1)))
+    index = layer_index(layer)
+    return index is None or _is_attention_layer(shape, index)
 
 
 # --- problems ---------------------------------------------------------------------------------

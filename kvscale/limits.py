@@ -1,13 +1,18 @@
-"""kvscale's explicit safety limits, each with the environment variable that raises it.
+"""kvscale's explicit safety limits, each with the environment variable that changes it.
 
 Checkpoints come from strangers; these bounds keep every command's time and memory small whatever
-the input. A refusal names the limit and the variable (see ``LimitExceededError``).
+the input. A refusal names the limit and the variable (see ``LimitExceededError``), and
+``docs/limits.md`` lists them all. A variable that is set but not a positive integer is a usage
+error (exit 2), never silently ignored: a CI job that thinks it raised a limit must not run with
+the default.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+from kvscale.errors import UsageError
 
 SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
 """The format's own limit (``MAX_HEADER_SIZE`` in huggingface/safetensors ``src/tensor.rs``)."""
@@ -26,18 +31,26 @@ class Limit:
         if raw is None or not raw.strip():
             return self.default
         try:
-            value = int(raw)
+            value = int(raw.strip().replace("_", ""))
         except ValueError:
-            return self.default
+            value = 0
         if value < 1:
-            return self.default
+            raise UsageError(
+                f"{self.env} must be a positive integer, got {raw[:40]!r}",
+                hint=f"unset it to use the default {self.default:,}",
+            )
         return min(value, self.ceiling) if self.ceiling is not None else value
 
     def describe(self) -> str:
-        hint = f"set {self.env} to raise it"
-        if self.ceiling is not None:
-            hint += f" (at most {self.ceiling:,})"
-        return f"limit {self.name} = {self.value():,} {self.what}; {hint}"
+        """``limit NAME = VALUE WHAT; how to raise it`` (or why it cannot be raised)."""
+        value = self.value()
+        if self.ceiling is not None and value >= self.ceiling:
+            hint = "the safetensors format's own maximum; it cannot be raised"
+        else:
+            hint = f"set {self.env} to raise it"
+            if self.ceiling is not None:
+                hint += f" (at most {self.ceiling:,})"
+        return f"limit {self.name} = {value:,} {self.what}; {hint}"
 
 
 MAX_HEADER_BYTES = Limit(
@@ -62,7 +75,42 @@ MAX_CONFIG_BYTES = Limit(
     "KVSCALE_MAX_CONFIG_BYTES",
     16_000_000,
     None,
-    "bytes of config.json, hf_quant_config.json or index JSON",
+    "bytes of config.json or hf_quant_config.json",
+)
+# Why separate: an index lists every tensor (DeepSeek-V3's is about 9 MB; an MoE with 4x the
+# experts passes 16 MB), while a config.json is a few KB.
+MAX_INDEX_BYTES = Limit(
+    "max-index-bytes",
+    "KVSCALE_MAX_INDEX_BYTES",
+    64_000_000,
+    None,
+    "bytes of model.safetensors.index.json",
+)
+MAX_LAYERS = Limit(
+    "max-layers",
+    "KVSCALE_MAX_LAYERS",
+    4_096,
+    None,
+    "hidden layers declared by config.json (num_hidden_layers)",
+)
+# Why: layer enumeration and per-head scale lists are sized from config.json; a hostile
+# num_hidden_layers or num_key_value_heads of 10**9 would otherwise cost minutes and gigabytes
+# before a single tensor is read. Real models stay far below (Llama 3.1 405B: 126 layers,
+# 128 heads).
+MAX_HEADS = Limit(
+    "max-heads",
+    "KVSCALE_MAX_HEADS",
+    1_024,
+    None,
+    "attention or key/value heads declared by config.json",
 )
 
-ALL_LIMITS = (MAX_HEADER_BYTES, MAX_SCALE_ELEMENTS, MAX_SHARDS, MAX_CONFIG_BYTES)
+ALL_LIMITS = (
+    MAX_HEADER_BYTES,
+    MAX_SCALE_ELEMENTS,
+    MAX_SHARDS,
+    MAX_CONFIG_BYTES,
+    MAX_INDEX_BYTES,
+    MAX_LAYERS,
+    MAX_HEADS,
+)

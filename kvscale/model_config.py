@@ -114,6 +114,8 @@ class ModelShape:
     config_dtype: str | None = None
     layer_types: tuple[str, ...] | None = None
     hybrid_override_pattern: str | None = None
+    head_size: int | None = None
+    """``head_dim``, else ``hidden_size // num_attention_heads`` (only verify's samples use it)."""
 
     @property
     def kv_heads(self) -> int | None:
@@ -228,15 +230,22 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         raise ConfigError(where, f"hybrid_override_pattern must be a string, got {_show(pattern)}")
     source = config if config.get("num_hidden_layers") is not None else text
     heads_source = config if config.get("num_attention_heads") is not None else text
+    heads = _opt_int(heads_source, "num_attention_heads", where, MAX_HEADS)
+    head_size = pick("head_dim")
+    if not (isinstance(head_size, int) and not isinstance(head_size, bool) and head_size > 0):
+        hidden = pick("hidden_size")
+        valid_hidden = isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0
+        head_size = hidden // heads if valid_hidden and heads else None
     return ModelShape(
         architectures=tuple(archs),
         model_type=model_type,
         num_hidden_layers=_opt_int(source, "num_hidden_layers", where, MAX_LAYERS),
-        num_attention_heads=_opt_int(heads_source, "num_attention_heads", where, MAX_HEADS),
+        num_attention_heads=heads,
         num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where, MAX_HEADS),
         config_dtype=dtype,
         layer_types=layer_types,
         hybrid_override_pattern=pattern,
+        head_size=head_size if head_size and head_size <= 65536 else None,
     )
 
 

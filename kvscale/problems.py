@@ -234,6 +234,82 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "No attention layer could be found from config.json or the weight names.",
         "Pass a checkpoint with config.json (num_hidden_layers) or attention weights.",
     ),
+    # --- kvscale normalize ---
+    ProblemCode(
+        "invalid-scale-value",
+        E,
+        "normalize: a value the engine would use is not a positive finite number, so it cannot "
+        "be written as an explicit scale.",
+        "Recalibrate the layer, or pass --force to keep its tensors as they are.",
+    ),
+    ProblemCode(
+        "unsafe-tensor-name",
+        E,
+        "normalize: a layer name holds path separators or control characters; kvscale writes no "
+        "tensor name derived from it.",
+        "Rename the checkpoint's tensors, or pass --force to keep the layer as it is.",
+    ),
+    ProblemCode(
+        "unmappable-name",
+        E,
+        "normalize: no checkpoint name maps back to this layer's scale under the checkpoint's "
+        "quant method, so it cannot be written explicitly.",
+        "Pass --force to keep the layer as it is.",
+    ),
+    ProblemCode(
+        "name-collision",
+        E,
+        "normalize: a tensor the copy must write already exists under that name and is kept.",
+        "Remove the stale tensor from the checkpoint (--force cannot resolve this).",
+    ),
+    ProblemCode(
+        "layer-skipped",
+        W,
+        "normalize --force: a layer that could not be normalized keeps its tensors as they are.",
+        "Fix the reason given; the copy still loads as the original does for this layer.",
+    ),
+    ProblemCode(
+        "kept-as-is",
+        W,
+        "normalize: explicit tensors would not reproduce the engine's values for this layer "
+        "(e.g. compressed-tensors attn_head without config_groups), so it is left as it is.",
+        "Nothing to do: the copy loads as the original does.",
+    ),
+    ProblemCode(
+        "kv-dtype-promoted",
+        W,
+        "normalize: the effective KV-cache dtype does not use k/v scales, so the values written "
+        "are those of --kv-cache-dtype fp8 (loading the copy is unchanged).",
+        "Pass the --kv-cache-dtype you serve with to silence this.",
+    ),
+    ProblemCode(
+        "default-made-explicit",
+        W,
+        "normalize: a layer that used the engine's 1.0 default gets an explicit 1.0; on ROCm fnuz "
+        "the engine doubles explicit scales but not the default, so the copy loads 2.0 there.",
+        "Calibrate the layer, or normalize with --platform fnuz for a copy served on MI300.",
+    ),
+    ProblemCode(
+        "fnuz-specific-copy",
+        W,
+        "normalize --platform fnuz: default layers hold 0.5 so that fnuz loads 1.0; the copy is "
+        "for ROCm fnuz only (OCP engines would load 0.5).",
+        "Normalize again without --platform fnuz for NVIDIA deployments.",
+    ),
+    ProblemCode(
+        "no-kv-scale-parameters",
+        W,
+        "normalize: no quant method of this checkpoint creates KV-scale parameters; the "
+        "checkpoint copy is left unchanged.",
+        "Add the producer's quantization_config if the checkpoint is meant to carry KV scales.",
+    ),
+    ProblemCode(
+        "file-not-copied",
+        W,
+        "normalize: a file or directory of the checkpoint is not copied (e.g. .git, a symlinked "
+        "directory).",
+        "Copy it yourself if the deployment needs it.",
+    ),
     ProblemCode(
         "unknown-quant-method",
         W,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kvscale.conventions import Convention
 from kvscale.errors import LimitExceededError
-from kvscale.floats import FLOAT32_MAX, max_nan, round_to_dtype, to_float32
+from kvscale.floats import DECODABLE_DTYPES, FLOAT32_MAX, max_nan, round_to_dtype, to_float32
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.model_config import (
     EnginePath,
@@ -240,11 +240,13 @@ def _resolve_none(
 ) -> ResolvedLayer:
     # No KV-cache quant method: no scale parameters and no post-processing; the device buffers
     # keep set_default_quant_scales' 1.0 unless the checkpoint filled them directly.
-    values = [buffers.get(kind, 1.0) for kind in ("k_scale", "v_scale", "q_scale", "prob_scale")]
     return ResolvedLayer(
         name,
         Rule.UNQUANTIZED,
-        *values,
+        buffers.get("k_scale", 1.0),
+        buffers.get("v_scale", 1.0),
+        buffers.get("q_scale", 1.0),
+        buffers.get("prob_scale", 1.0),
         sources=dict(winners),
         shadowed=tuple(shadowed),
         used_from_checkpoint=frozenset(_buffer_kinds(buffers, list(buffers)) & set(winners)),
@@ -277,10 +279,11 @@ def _resolve_base(
                 f"{settings.engine_path.value} path loads exactly one value per scale: store a "
                 "float32 [] tensor, e.g. the max over heads)"
             )
-        if src.values is None or len(src.values) != 1:
+        values = _values(src)
+        if len(values) != 1:
             raise _Refused(f"tensor {src.tensor!r} could not be decoded")
         # KVCacheScaleParameter.weight_loader: param.data.copy_(w.reshape(())) -> model dtype.
-        params[src.kind] = round_to_dtype(src.values[0], dtype)
+        params[src.kind] = round_to_dtype(values[0], dtype)
     loaded = dict(params)
     used: set[str] = set()
 
@@ -440,7 +443,7 @@ def _resolve_compressed_tensors(
         rule = Rule.PARTIAL
     else:
         rule = Rule.DEFAULT
-    used = {kind for kind in ("k_scale", "v_scale", "q_scale") if kind in winners}
+    used: set[str] = {kind for kind in ("k_scale", "v_scale", "q_scale") if kind in winners}
     used |= _buffer_kinds(buffers, ("prob_scale",)) & set(winners)
     return ResolvedLayer(
         name,
@@ -459,6 +462,11 @@ def _resolve_compressed_tensors(
 
 
 def _values(src: ScaleSource) -> tuple[float, ...]:
+    if src.values is None and src.dtype not in DECODABLE_DTYPES:
+        raise _Refused(
+            f"TypeError: {src.tensor!r} is stored as {src.dtype}, which cannot be loaded into a "
+            "float32 scale; store scales as float32"
+        )
     if src.values is None:
         raise LimitExceededError(
             src.path or src.file,

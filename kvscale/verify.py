@@ -86,6 +86,8 @@ class Target:
     head_size: int
     kv_heads: int = DEFAULT_KV_HEADS
     notes: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
+    """(layer, why) for layers the engine refuses: nothing to verify, and the run fails."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +110,16 @@ class KindStats:
 @dataclass(frozen=True)
 class LayerResult:
     name: str
-    k: KindStats
-    v: KindStats
+    k: KindStats | None
+    v: KindStats | None
     host_device_agree: bool
+    error: str | None = None
+    """Why the engine refuses this layer (no scales to write with): the layer fails."""
 
     @property
     def passed(self) -> bool:
+        if self.error is not None or self.k is None or self.v is None:
+            return False
         return self.k.passed and self.v.passed and self.host_device_agree
 
 
@@ -134,7 +140,11 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
-        return self.host_device_agree and all(layer.passed for layer in self.layers)
+        return (
+            bool(self.layers)
+            and self.host_device_agree
+            and all(layer.passed for layer in self.layers)
+        )
 
 
 # --- loading a target ----------------------------------------------------------------------------
@@ -165,20 +175,15 @@ def load_target(path: Path) -> Target:
     report = inspect_checkpoint(path, InspectOptions())
     layers: list[LayerScales] = []
     notes: list[str] = []
+    refused: list[tuple[str, str]] = []
     for layer in report.layers:
         if layer.rule.value == "error" or layer.k_scale is None or layer.v_scale is None:
-            notes.append(f"{layer.name}: the engine refuses this layer ({layer.error}); skipped")
+            refused.append((layer.name, layer.error or "the engine refuses this layer"))
             continue
         k = layer.k_scale if isinstance(layer.k_scale, tuple) else (layer.k_scale,)
         v = layer.v_scale if isinstance(layer.v_scale, tuple) else (layer.v_scale,)
         layers.append(LayerScales(layer.name, max_nan(k), max_nan(v), k, v, layer.rule.value))
-    heads = report.shape.num_attention_heads
-    head_size = DEFAULT_HEAD_SIZE
-    config = _config_of(path)
-    if isinstance(config.get("head_dim"), int) and config["head_dim"] > 0:
-        head_size = config["head_dim"]
-    elif isinstance(config.get("hidden_size"), int) and heads:
-        head_size = max(1, config["hidden_size"] // heads)
+    head_size = report.shape.head_size or DEFAULT_HEAD_SIZE
     return Target(
         path=str(path),
         kind="checkpoint",
@@ -188,15 +193,8 @@ def load_target(path: Path) -> Target:
         head_size=head_size,
         kv_heads=report.shape.kv_heads or DEFAULT_KV_HEADS,
         notes=tuple(notes),
+        refused=tuple(refused),
     )
-
-
-def _config_of(path: Path) -> Mapping[str, Any]:
-    from kvscale.checkpoint import locate, read_json_file
-
-    root, _, _ = locate(path)
-    config = read_json_file(root / "config.json", "config.json")
-    return config if isinstance(config, dict) else {}
 
 
 def _load_normalize_output(path: Path) -> Target:
@@ -237,8 +235,8 @@ def _load_normalize_output(path: Path) -> Target:
                 entry.get("rule") if isinstance(entry.get("rule"), str) else None,
             )
         )
-    kv = doc.get("kv_cache_dtype") if isinstance(doc.get("kv_cache_dtype"), str) else "fp8"
-    platform = doc.get("platform") if doc.get("platform") in ("ocp", "fnuz") else "ocp"
+    kv = str(doc["kv_cache_dtype"]) if isinstance(doc.get("kv_cache_dtype"), str) else "fp8"
+    platform = str(doc["platform"]) if doc.get("platform") in ("ocp", "fnuz") else "ocp"
     kv_heads = doc.get("num_kv_heads")
     if not isinstance(kv_heads, int) or isinstance(kv_heads, bool) or kv_heads < 1:
         kv_heads = DEFAULT_KV_HEADS
@@ -362,6 +360,15 @@ def verify_target(
 ) -> VerifyResult:
     if options.tokens < 1 or options.tokens > 1 << 22:
         raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
+    if options.kv_cache_dtype is not None and options.kv_cache_dtype not in (
+        "fp8",
+        "fp8_e4m3",
+        "fp8_e5m2",
+    ):
+        raise UsageError(
+            f"--kv-cache-dtype {options.kv_cache_dtype!r} is not an fp8 cache dtype",
+            hint="use fp8, fp8_e4m3 or fp8_e5m2",
+        )
     target = load_target(path)
     kv_name = options.kv_cache_dtype or target.kv_cache_dtype
     notes = list(target.notes)
@@ -416,6 +423,9 @@ def verify_target(
         results.append(LayerResult(layer.name, k_stats, v_stats, not agree))
         if progress is not None:
             progress(index + 1, len(target.layers), layer.name)
+    results.extend(LayerResult(name, None, None, True, why) for name, why in target.refused)
+    if not results:
+        notes.append("the target has no attention layer with scales to verify")
     return VerifyResult(
         target=str(path),
         target_kind=target.kind,
@@ -481,7 +491,8 @@ def _run_layer(
     slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
     padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
     slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
-    # vLLM's flash layout: one [blocks, 2, block_size, heads, head] tensor, K and V as strided views.
+    # vLLM's flash layout: one [blocks, 2, block_size, heads, head] tensor; K and V are
+    # strided views of it.
     ref_cache = torch.full(
         (num_blocks, 2, BLOCK_SIZE, heads, head_size), POISON_BYTE, dtype=torch.uint8
     )

@@ -425,6 +425,9 @@ def test_inspect_never_imports_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, kvscale.cli, kvscale.inspect, kvscale.render.inspect; print('torch' in sys.modules)"
+    code = (
+        "import sys, kvscale.cli, kvscale.inspect, kvscale.normalize, kvscale.render.inspect; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

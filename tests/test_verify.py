@@ -1,4 +1,5 @@
-"""``kvscale verify`` on the CPU: targets, host/device agreement, statistics, thresholds, exit codes."""
+"""``kvscale verify`` on the CPU: targets, host/device agreement, statistics, thresholds and exit
+codes."""
 
 from __future__ import annotations
 

@@ -56,6 +56,14 @@ def verify(
     json_output: JsonOpt = False,
     strict: StrictOpt = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic sample.")] = 0,
+    kv_cache_dtype: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--kv-cache-dtype",
+            help="Write with this fp8 dtype (fp8, fp8_e4m3, fp8_e5m2) instead of the target's.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write every layer's K/V through the FP8 cache-write kernel and check it bit for bit.
 
@@ -64,7 +72,9 @@ def verify(
     """
     from kvscale.verify import VerifyOptions, verify_target
 
-    options = VerifyOptions(gpu=gpu, activations=activations, tokens=tokens, seed=seed)
+    options = VerifyOptions(
+        gpu=gpu, activations=activations, tokens=tokens, seed=seed, kv_cache_dtype=kv_cache_dtype
+    )
     with progress_bar("writing layers", unit="layers") as bar:
         result = verify_target(target, options, progress=bar.update)
     # --strict: a run whose kernel did not execute does not count as verified.

@@ -132,6 +132,25 @@ CHECKS: tuple[Check, ...] = (
         "Do the shards and the index agree?",
         ("index-missing-tensor", "duplicate-tensor"),
     ),
+    # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.
+    Check(
+        "normalizable",
+        "normalize",
+        "Can kvscale normalize write this layer's scales explicitly and reproduce the engine?",
+        (
+            "invalid-scale-value",
+            "unsafe-tensor-name",
+            "unmappable-name",
+            "name-collision",
+            "layer-skipped",
+            "kept-as-is",
+            "kv-dtype-promoted",
+            "default-made-explicit",
+            "fnuz-specific-copy",
+            "no-kv-scale-parameters",
+            "file-not-copied",
+        ),
+    ),
 )
 CHECKS_BY_NAME: Mapping[str, Check] = {c.name: c for c in CHECKS}
 LAYER_CHECKS: tuple[str, ...] = tuple(c.name for c in CHECKS if c.level == "layer")

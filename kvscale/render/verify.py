@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 SCHEMA = "kvscale.verify/1"
 
 
-def _stats_json(stats: KindStats) -> dict[str, Any]:
+def _stats_json(stats: KindStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
     return {
         "scale": encode_json_value(stats.scale),
         "absmax": encode_json_value(stats.absmax),
@@ -41,6 +43,7 @@ def verify_json(result: VerifyResult, *, ok: bool | None = None) -> dict[str, An
                 "k": _stats_json(layer.k),
                 "v": _stats_json(layer.v),
                 "pass": layer.passed,
+                "error": layer.error,
             }
             for layer in result.layers
         ],
@@ -67,7 +70,9 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
     from kvscale.render.inspect import layer_labels
 
     template, labels = layer_labels([layer.name for layer in result.layers])
-    sources = sorted({s.data for layer in result.layers for s in (layer.k, layer.v)})
+    sources = sorted(
+        {s.data for layer in result.layers for s in (layer.k, layer.v) if s is not None}
+    )
     title = Text("FP8 cache write of ")
     title.append_text(safe_text(result.target, "bold"))
     title.append(f" on {sanitize(result.device)} ({result.kv_cache_dtype} = {result.fp8_format}")
@@ -83,6 +88,19 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("result", no_wrap=True)
     for label, layer in zip(labels, result.layers, strict=True):
+        if layer.k is None or layer.v is None:
+            table.add_row(
+                safe_text(label),
+                "",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                Text("REFUSED", style="bold red"),
+            )
+            continue
         for kind, stats in (("k", layer.k), ("v", layer.v)):
             table.add_row(
                 safe_text(label) if kind == "k" else Text(""),
@@ -98,8 +116,14 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
     out: list[RenderableType] = [table]
     failures = Text()
     for layer in result.layers:
-        for kind, stats in (("k", layer.k), ("v", layer.v)):
-            for reason in stats.failures:
+        if layer.error is not None:
+            failures.append_text(safe_text(f"{layer.name}: ", "cyan"))
+            failures.append_text(safe_text(f"the engine refuses this layer: {layer.error}"))
+            failures.append("\n")
+        for kind, maybe in (("k", layer.k), ("v", layer.v)):
+            if maybe is None:
+                continue
+            for reason in maybe.failures:
                 failures.append_text(safe_text(f"{layer.name} {kind}: ", "cyan"))
                 failures.append_text(safe_text(reason))
                 failures.append("\n")
@@ -110,7 +134,18 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
     passed = sum(layer.passed for layer in result.layers)
     limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
     verdict = "OK" if result.ok else "FAIL"
-    kernel = "kernel bit-exact vs reference" if result.kernel else "kernel not run (no --gpu)"
+    bad = sum(
+        stats.mismatched_bytes or 0
+        for layer in result.layers
+        for stats in (layer.k, layer.v)
+        if stats is not None
+    )
+    if result.kernel is None:
+        kernel = "kernel not run (no --gpu)"
+    elif bad:
+        kernel = f"kernel DIFFERS from the reference in {bad} bytes"
+    else:
+        kernel = "kernel bit-exact vs reference"
     out.append(
         Text(
             f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); {kernel}; "

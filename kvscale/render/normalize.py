@@ -1,0 +1,170 @@
+"""Render a normalize plan/result: the ``kvscale.normalize/1`` summary and the people's view."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kvscale import __version__
+from kvscale._output import safe_text, sanitize
+from kvscale.floats import format_value
+from kvscale.normalize import KINDS, NormalizePlan, NormalizeResult
+from kvscale.problems import Problem
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+SCHEMA = "kvscale.normalize/1"
+
+
+def _problems(items: Sequence[Problem]) -> list[dict[str, object]]:
+    return [p.to_json() for p in items]
+
+
+def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[str, Any]:
+    """The summary for pipelines: what was (or would have been) written, sizes, digests."""
+    rules = Counter(layer.rule for layer in plan.layers if not layer.skipped)
+    report = plan.report
+    files: list[dict[str, Any]] = []
+    if result is not None:
+        files = [
+            {
+                "path": f.path,
+                "action": f.action,
+                "bytes": f.bytes,
+                "sha256": f.sha256,
+                "method": f.method,
+            }
+            for f in result.files
+        ]
+    return {
+        "schema": SCHEMA,
+        "checkpoint": plan.checkpoint,
+        "out": str(plan.out),
+        "written": result is not None,
+        "replaced": bool(result and result.replaced),
+        "ok": result is not None,
+        "kv_cache_dtype": plan.kv_cache_dtype,
+        "kv_cache_dtype_requested": report.kv_cache_dtype_requested,
+        "kv_cache_dtype_effective": report.kv_cache_dtype,
+        "platform": plan.options.platform,
+        "engine_path": report.engine_path.value,
+        "quant_method": report.quant_method,
+        "model_dtype": report.model_dtype,
+        "checkpoint_copy": plan.options.checkpoint,
+        "layers": {
+            "total": len(report.layers),
+            "written": sum(1 for layer in plan.layers if not layer.skipped),
+            "rules": dict(sorted(rules.items())),
+            "skipped": [
+                {"name": layer.name, "reason": layer.skipped} for layer in plan.skipped_layers
+            ],
+        },
+        "files": files,
+        "bytes": sum(f["bytes"] for f in files),
+        "checkpoint_changes": {
+            "removed": [{"file": s, "tensor": t} for s, t in plan.removed],
+            "added": [{"file": s, "tensor": t} for s, t in plan.added],
+        },
+        "source_fingerprint": dict(plan.fingerprint),
+        "warnings": _problems(plan.warnings),
+        "problems": _problems(plan.blocking),
+        "kvscale_version": __version__,
+    }
+
+
+def _labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``model.layers.{N}.self_attn.attn`` plus the Ns when every name fits one template."""
+    import re
+
+    pattern = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
+    matches = [pattern.match(name) for name in names]
+    if names and all(matches):
+        shapes = {(m.group(1), m.group(3)) for m in matches if m}
+        if len(shapes) == 1:
+            head, tail = shapes.pop()
+            return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
+    return None, [name.removesuffix(".attn") for name in names]
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"  # pragma: no cover
+
+
+def normalize_renderables(
+    plan: NormalizePlan, result: NormalizeResult | None
+) -> list[RenderableType]:
+    """People's output (stdout): the values written per layer, the files, one summary line."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list[RenderableType] = []
+    title = Text("KV-cache scales written for ")
+    title.append_text(safe_text(plan.checkpoint, "bold"))
+    title.append(f" ({plan.options.platform}, kv cache {plan.kv_cache_dtype})")
+    template, labels = _labels([layer.name for layer in plan.layers])
+    if template:
+        title.append(" (layer N = ")
+        title.append_text(safe_text(template))
+        title.append(")")
+    table = Table(title=title, title_justify="left", pad_edge=False)
+    table.add_column(
+        "N" if template else "layer", overflow="fold", justify="right" if template else "left"
+    )
+    for kind in KINDS:
+        table.add_column(kind.removesuffix("_scale"), justify="right", no_wrap=True)
+    table.add_column("rule", no_wrap=True)
+    table.add_column("checkpoint names", overflow="fold")
+    for text, layer in zip(labels, plan.layers, strict=True):
+        label = safe_text(text)
+        if layer.skipped:
+            table.add_row(label, "-", "-", "-", "-", Text("skipped", style="bold red"), "-")
+            continue
+        names = Text()
+        for i, (_, tensor) in enumerate(layer.checkpoint_tensors):
+            if i:
+                names.append(", ")
+            names.append_text(safe_text(tensor.name.rsplit(".", 1)[-1]))
+        if layer.kept:
+            names = Text("kept as is", style="yellow")
+        table.add_row(
+            label,
+            *(format_value(layer.device[k]) for k in KINDS),
+            layer.rule,
+            names if layer.checkpoint_tensors or layer.kept else Text("-", style="dim"),
+        )
+    if plan.layers:
+        out.append(table)
+    if result is not None:
+        actions = Counter(f.action for f in result.files if f.path.startswith("checkpoint/"))
+        total = sum(f.bytes for f in result.files)
+        line = Text("wrote ", style="bold green")
+        line.append_text(safe_text(str(result.out), "bold"))
+        line.append(f": {_size(total)}; kv_scales.safetensors, kv_scales.json")
+        if plan.options.checkpoint:
+            line.append(
+                f", checkpoint/ ({actions.get('rewritten', 0)} shard(s) rewritten, "
+                f"{actions.get('copied', 0)} files copied, {len(plan.removed)} scale tensors "
+                f"removed, {len(plan.added)} written)"
+            )
+        if result.replaced:
+            line.append(" [replaced the previous output]")
+        out.append(line)
+    else:
+        out.append(Text(sanitize("nothing written"), style="bold red"))
+    return out
+
+
+def problem_lines(items: Sequence[Problem]) -> list[str]:
+    """One sanitized line per problem, for stderr."""
+    lines = []
+    for p in items:
+        where = f"{p.layer}: " if p.layer else ""
+        lines.append(sanitize(f"{p.code}: {where}{p.message}"))
+    return lines
