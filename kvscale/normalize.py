@@ -925,17 +925,6 @@ def _plan_checkpoint(
 # --- the kvscale.scales/1 document ---------------------------------------------------------------
 
 
-def _source_json(src: ScaleSource) -> dict[str, Any]:
-    return {
-        "tensor": src.tensor,
-        "file": src.file,
-        "dtype": src.dtype,
-        "shape": list(src.shape),
-        "value": encode_json_value(src.raw_value),
-        "convention": src.convention.value,
-    }
-
-
 def scales_document(plan: NormalizePlan) -> dict[str, Any]:
     """``kv_scales.json``: host scales (each equal to its device tensor), rule, provenance."""
     report = plan.report
@@ -962,9 +951,9 @@ def scales_document(plan: NormalizePlan) -> dict[str, Any]:
                 entry["checkpoint_tensors"] = {
                     kind: tensor.name for kind, tensor in layer.checkpoint_tensors
                 }
-        entry["sources"] = {kind: _source_json(src) for kind, src in layer.sources.items()}
+        entry["sources"] = {kind: src.to_json() for kind, src in layer.sources.items()}
         if layer.shadowed:
-            entry["shadowed"] = [_source_json(src) for src in layer.shadowed]
+            entry["shadowed"] = [src.to_json() for src in layer.shadowed]
         layers[layer.name] = entry
     return {
         "schema": SCALES_SCHEMA,

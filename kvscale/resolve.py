@@ -23,7 +23,14 @@ from pathlib import Path
 
 from kvscale.conventions import Convention
 from kvscale.errors import LimitExceededError
-from kvscale.floats import DECODABLE_DTYPES, FLOAT32_MAX, max_nan, round_to_dtype, to_float32
+from kvscale.floats import (
+    DECODABLE_DTYPES,
+    FLOAT32_MAX,
+    encode_json_value,
+    max_nan,
+    round_to_dtype,
+    to_float32,
+)
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.model_config import (
     EnginePath,
@@ -67,6 +74,17 @@ class ScaleSource:
         for d in self.shape:
             n *= d
         return n
+
+    def to_json(self) -> dict[str, object]:
+        """Provenance of one value, as kv_scales.json and inspect --json record it."""
+        return {
+            "tensor": self.tensor,
+            "file": self.file,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "value": encode_json_value(self.raw_value),
+            "convention": self.convention.value,
+        }
 
     @property
     def raw_value(self) -> ScaleValue | None:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
 from kvscale._output import safe_text, sanitize
 from kvscale.diff import KINDS, DiffResult, LayerDiff, ScaleSet, ScaleValue, ValueChange
 from kvscale.floats import encode_json_value, format_value
+from kvscale.render._common import layer_labels
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -152,21 +151,6 @@ def summary_line(result: DiffResult) -> str:
         n = len(result.failures)
         parts.append(f"{n} gate failure{'' if n == 1 else 's'}")
     return "; ".join(parts)
-
-
-_INDEXED = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
-
-
-def layer_labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
-    """Compact labels: when every name is ``<A>.layers.N.<B>`` with one A and B, the column
-    shows N and the title the template; otherwise the names without ``.attn``."""
-    matches = [_INDEXED.match(name) for name in names]
-    if names and all(matches):
-        shapes = {(m.group(1), m.group(3)) for m in matches if m}
-        if len(shapes) == 1:
-            head, tail = shapes.pop()
-            return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
-    return None, [name.removesuffix(".attn") for name in names]
 
 
 def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[RenderableType]:

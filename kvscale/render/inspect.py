@@ -11,6 +11,7 @@ from kvscale._output import safe_text, sanitize
 from kvscale.floats import encode_json_value, format_value
 from kvscale.inspect import ScaleReport
 from kvscale.problems import Problem, Severity
+from kvscale.render._common import layer_labels
 from kvscale.resolve import ResolvedLayer, Rule, ScaleSource
 
 if TYPE_CHECKING:
@@ -29,15 +30,7 @@ KIND_ORDER = (
 
 
 def _source_json(src: ScaleSource) -> dict[str, Any]:
-    return {
-        "tensor": src.tensor,
-        "file": src.file,
-        "dtype": src.dtype,
-        "shape": list(src.shape),
-        "value": encode_json_value(src.raw_value),
-        "convention": src.convention.value,
-        "producer": src.convention.producer,
-    }
+    return {**src.to_json(), "producer": src.convention.producer}
 
 
 def layer_json(layer: ResolvedLayer) -> dict[str, Any]:
@@ -106,21 +99,6 @@ _RULE_STYLE = {
 
 def _short_layer(name: str) -> str:
     return name.removesuffix(".attn")
-
-
-def layer_labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
-    """Compact labels: when every layer is ``<A>.layers.N.<B>.attn`` with one A and B, the
-    column shows N and the title shows the template; otherwise full names."""
-    import re
-
-    pattern = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
-    matches = [pattern.match(name) for name in names]
-    if names and all(matches):
-        shapes = {(m.group(1), m.group(3)) for m in matches if m}
-        if len(shapes) == 1:
-            head, tail = shapes.pop()
-            return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
-    return None, [_short_layer(name) for name in names]
 
 
 def _sources_text(layer: ResolvedLayer) -> str:

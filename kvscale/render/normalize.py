@@ -11,6 +11,7 @@ from kvscale._output import safe_text, sanitize
 from kvscale.floats import format_value
 from kvscale.normalize import KINDS, NormalizePlan, NormalizeResult
 from kvscale.problems import Problem
+from kvscale.render._common import layer_labels
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -74,20 +75,6 @@ def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[
     }
 
 
-def _labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
-    """``model.layers.{N}.self_attn.attn`` plus the Ns when every name fits one template."""
-    import re
-
-    pattern = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
-    matches = [pattern.match(name) for name in names]
-    if names and all(matches):
-        shapes = {(m.group(1), m.group(3)) for m in matches if m}
-        if len(shapes) == 1:
-            head, tail = shapes.pop()
-            return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
-    return None, [name.removesuffix(".attn") for name in names]
-
-
 def _size(n: int) -> str:
     value = float(n)
     for unit in ("B", "KB", "MB", "GB"):
@@ -108,7 +95,7 @@ def normalize_renderables(
     title = Text("KV-cache scales written for ")
     title.append_text(safe_text(plan.checkpoint, "bold"))
     title.append(f" ({plan.options.platform}, kv cache {plan.kv_cache_dtype})")
-    template, labels = _labels([layer.name for layer in plan.layers])
+    template, labels = layer_labels([layer.name for layer in plan.layers])
     if template:
         title.append(" (layer N = ")
         title.append_text(safe_text(template))

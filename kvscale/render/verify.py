@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale import __version__
 from kvscale._output import safe_text, sanitize
 from kvscale.floats import encode_json_value
+from kvscale.render._common import layer_labels
 from kvscale.verify import KindStats, VerifyResult
 
 if TYPE_CHECKING:
@@ -66,8 +67,6 @@ def _pct(value: float) -> str:
 def verify_renderables(result: VerifyResult) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
-
-    from kvscale.render.inspect import layer_labels
 
     template, labels = layer_labels([layer.name for layer in result.layers])
     sources = sorted(
