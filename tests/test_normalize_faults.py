@@ -370,7 +370,13 @@ def test_output_directory_vanishes(big: Any, tmp_path: Path, at_mb: int) -> None
     dest = tmp_path / "dest"
     dest.mkdir()
     out = dest / "out"
-    error = _run_with_fault(src, out, lambda: shutil.rmtree(dest), at_bytes=at_mb << 20)
+    def vanish() -> None:
+        # Copy threads may still create files while the tree goes; a plain rmtree can then fail
+        # with ENOTEMPTY inside the fault itself, so remove until the directory is gone.
+        while dest.exists():
+            shutil.rmtree(dest, ignore_errors=True)
+
+    error = _run_with_fault(src, out, vanish, at_bytes=at_mb << 20)
     assert "vanished" in error.one_line()
     assert not dest.exists()
     assert digest_tree(src) == src_digest
