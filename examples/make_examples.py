@@ -144,13 +144,9 @@ CT_WEIGHTS_GROUP = {
 }
 
 
-def llm_compressor(out: Path) -> None:
-    """compressed-tensors (llm-compressor): `self_attn.k_scale`/`v_scale`, bf16 [], single file."""
-    tensors = _weights()
-    for i in range(LAYERS):
-        tensors[f"model.layers.{i}.self_attn.k_scale"] = _bf16(K_SCALES[i])
-        tensors[f"model.layers.{i}.self_attn.v_scale"] = _bf16(V_SCALES[i])
-    quant = {
+def _ct_quant(strategy: str) -> dict[str, object]:
+    """An llm-compressor quantization_config: FP8 weights plus an FP8 KV-cache scheme."""
+    return {
         "quant_method": "compressed-tensors",
         "format": "float-quantized",
         "config_groups": CT_WEIGHTS_GROUP,
@@ -158,11 +154,20 @@ def llm_compressor(out: Path) -> None:
         "kv_cache_scheme": {
             "num_bits": 8,
             "type": "float",
-            "strategy": "tensor",
+            "strategy": strategy,
             "symmetric": True,
             "dynamic": False,
         },
     }
+
+
+def llm_compressor(out: Path) -> None:
+    """compressed-tensors (llm-compressor): `self_attn.k_scale`/`v_scale`, bf16 [], single file."""
+    tensors = _weights()
+    for i in range(LAYERS):
+        tensors[f"model.layers.{i}.self_attn.k_scale"] = _bf16(K_SCALES[i])
+        tensors[f"model.layers.{i}.self_attn.v_scale"] = _bf16(V_SCALES[i])
+    quant = _ct_quant("tensor")
     _write(
         out / "llm-compressor-fp8",
         {"model.safetensors": tensors},
@@ -183,20 +188,7 @@ def llm_compressor_attn_head(out: Path) -> None:
         )
         q = [0.015625, 0.03125, 0.0234375, 0.01171875]
         tensors[f"{p}.q_scale"] = torch.tensor(q, dtype=torch.bfloat16).reshape(4, 1, 1)
-    scheme = {
-        "num_bits": 8,
-        "type": "float",
-        "strategy": "attn_head",
-        "symmetric": True,
-        "dynamic": False,
-    }
-    quant = {
-        "quant_method": "compressed-tensors",
-        "format": "float-quantized",
-        "config_groups": CT_WEIGHTS_GROUP,
-        "ignore": ["lm_head"],
-        "kv_cache_scheme": scheme,
-    }
+    quant = _ct_quant("attn_head")
     _write(
         out / "llm-compressor-attn-head",
         {"model.safetensors": tensors},
@@ -327,19 +319,7 @@ def broken(out: Path) -> None:
     tensors[f"{p.format(3)}.attn.v_scale"] = _f32(0.25)  # second source for v, different value
     tensors[f"{p.format(4)}.k_proj.output_scale"] = _f32(K_SCALES[3])  # old CT name: unmapped
     tensors[f"{p.format(4)}.v_proj.output_scale"] = _f32(V_SCALES[3])
-    quant = {
-        "quant_method": "compressed-tensors",
-        "format": "float-quantized",
-        "config_groups": CT_WEIGHTS_GROUP,
-        "ignore": ["lm_head"],
-        "kv_cache_scheme": {
-            "num_bits": 8,
-            "type": "float",
-            "strategy": "tensor",
-            "symmetric": True,
-            "dynamic": False,
-        },
-    }
+    quant = _ct_quant("tensor")
     _write(
         out / "broken",
         {"model.safetensors": tensors},
@@ -355,19 +335,7 @@ def wrong_scale(out: Path) -> None:
         k = K_SCALES[i] / 128 if i == 1 else K_SCALES[i]
         tensors[f"model.layers.{i}.self_attn.k_scale"] = _bf16(k)
         tensors[f"model.layers.{i}.self_attn.v_scale"] = _bf16(V_SCALES[i])
-    quant = {
-        "quant_method": "compressed-tensors",
-        "format": "float-quantized",
-        "config_groups": CT_WEIGHTS_GROUP,
-        "ignore": ["lm_head"],
-        "kv_cache_scheme": {
-            "num_bits": 8,
-            "type": "float",
-            "strategy": "tensor",
-            "symmetric": True,
-            "dynamic": False,
-        },
-    }
+    quant = _ct_quant("tensor")
     _write(out / "wrong-scale", {"model.safetensors": tensors}, _config(quantization_config=quant))
 
 
