@@ -126,3 +126,14 @@ def attention_weights(
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
             out[f"{prefix.format(i)}.{proj}.weight"] = torch.zeros(4, 4, dtype=torch.bfloat16)
     return out
+
+
+def write_scalar_checkpoint(
+    directory: Path, tensors: dict[str, float], layers: int, qc: dict[str, Any] | None = None
+) -> Path:
+    """A new directory: a Llama config (compressed-tensors by default) plus float32 scalar
+    tensors; the attention layers come from num_hidden_layers."""
+    directory.mkdir(parents=True)
+    quant = qc if qc is not None else quant_config("compressed-tensors")
+    scalars = {name: tensor(value) for name, value in tensors.items()}
+    return write_checkpoint(directory, scalars, config(layers=layers, quant=quant))

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import quant_config
+from builders import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -27,40 +29,8 @@ from kvscale.render.annotations import (
 
 runner = CliRunner()
 
-CT_QC = {
-    "quant_method": "compressed-tensors",
-    "config_groups": {},
-    "kv_cache_scheme": {
-        "num_bits": 8,
-        "type": "float",
-        "strategy": "tensor",
-        "symmetric": True,
-        "dynamic": False,
-    },
-}
+CT_QC = quant_config("compressed-tensors")
 P = "model.layers.{}.self_attn"
-
-
-def write_ckpt(directory: Path, tensors: dict[str, float], layers: int) -> Path:
-    import torch
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True)
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-        "quantization_config": CT_QC,
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    save_file(
-        {name: torch.tensor(v, dtype=torch.float32) for name, v in tensors.items()},
-        str(directory / "model.safetensors"),
-    )
-    return directory
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import quant_config
+from builders import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -26,43 +28,8 @@ runner = CliRunner()
 
 P = "model.layers.{}.self_attn"
 L = P + ".attn"
-CT_QC = {
-    "quant_method": "compressed-tensors",
-    "config_groups": {},
-    "kv_cache_scheme": {
-        "num_bits": 8,
-        "type": "float",
-        "strategy": "tensor",
-        "symmetric": True,
-        "dynamic": False,
-    },
-}
+CT_QC = quant_config("compressed-tensors")
 FP8_QC = {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"}
-
-
-def write_ckpt(
-    directory: Path, tensors: dict[str, float], layers: int, qc: dict[str, Any] = CT_QC
-) -> Path:
-    """Config plus float32 scalar scale tensors (layers come from num_hidden_layers)."""
-    import torch
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True)
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-        "quantization_config": qc,
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    save_file(
-        {name: torch.tensor(v, dtype=torch.float32) for name, v in tensors.items()},
-        str(directory / "model.safetensors"),
-    )
-    return directory
 
 
 def k_of(i: int) -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import quant_config
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -24,17 +25,7 @@ from kvscale.problems import Problem, Severity
 
 runner = CliRunner()
 
-CT_QC = {
-    "quant_method": "compressed-tensors",
-    "config_groups": {},
-    "kv_cache_scheme": {
-        "num_bits": 8,
-        "type": "float",
-        "strategy": "tensor",
-        "symmetric": True,
-        "dynamic": False,
-    },
-}
+CT_QC = quant_config("compressed-tensors")
 
 
 def write_ckpt(directory: Path, scales: list[tuple[float, float]]) -> Path:
