@@ -166,7 +166,7 @@ def bytes_read_in_process(directory: Path) -> tuple[int, int, int]:
     """(bytes inspect read from shard files, header bytes on disk, scale bytes on disk)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from kvscale.inspect import inspect_checkpoint
-    from kvscale.safetensors_io import read_header
+    from kvscale.io.safetensors import read_header
 
     counted = [0]
     real = os.pread

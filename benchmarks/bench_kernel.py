@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="time a grid of tile configs too")
     ap.add_argument(
-        "--variants", action="store_true", help="fast-division and streaming variants too"
+        "--variants", action="store_true", help="the streaming (evict-first) variant too"
     )
     ap.add_argument("--out", type=Path, default=None, help="write bench.json here")
     ap.add_argument("--sizes", default=None, help="e.g. 65536x8x128,16384x32x128")
@@ -246,10 +246,6 @@ def main(argv: list[str] | None = None) -> int:
         row["torch_pct_copy"] = 100 * row["torch_GBps"] / row["copy_GBps"]
         if args.variants:
             for name, cfg in (
-                (
-                    "fast_div",
-                    tc.KernelConfig(**{**_cfg_dict(tokens, heads, head), "fast_div": True}),
-                ),
                 (
                     "streaming",
                     tc.KernelConfig(**{**_cfg_dict(tokens, heads, head), "streaming": True}),

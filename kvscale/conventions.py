@@ -1,13 +1,9 @@
-"""Checkpoint tensor names -> the engine's KV-scale parameters, attributed to their producers.
+"""Checkpoint naming conventions for KV scales, and who writes them (engine-neutral).
 
-The mapping is the cache-scale mapper of vLLM v0.33.0:
-``QuantizationConfig.get_cache_scale_mapper``
-(``model_executor/layers/quantization/base_config.py``)
-for every quant method, plus the ``orig_to_new_suffix`` entries that ``Fp8Config`` (``fp8.py``) and
-``QuarkConfig`` (``quark/quark.py``) merge in front of it. ``WeightsMapper._map_name_with_shard``
-(``model_executor/models/utils.py``) applies *every* matching regex in insertion order to the
-progressively rewritten name, then substring, stacked, prefix and finally suffix rules; we do the
-same, in the same order.
+How a particular engine maps these names to its parameters lives with the engine
+(``kvscale/engine/<name>/names.py``); this module knows only what checkpoints contain: the
+producers' naming conventions, which names look like KV scales, and the attention layers that
+weight names reveal.
 """
 
 from __future__ import annotations
@@ -16,19 +12,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-
-
-class ScaleKind(str, Enum):
-    """The four per-layer scale parameters of an attention layer (``_k_scale`` ...)."""
-
-    K = "k_scale"
-    V = "v_scale"
-    Q = "q_scale"
-    PROB = "prob_scale"
-
-
-KINDS = (ScaleKind.K, ScaleKind.V, ScaleKind.Q, ScaleKind.PROB)
-ZERO_POINT_KINDS = ("k_zero_point", "v_zero_point", "q_zero_point")
 
 
 class Convention(str, Enum):
@@ -65,40 +48,41 @@ _PRODUCERS = {
     Convention.ZERO_POINT: "compressed-tensors >= 2025-10 zero points (ignored: symmetric only)",
 }
 
-# (pattern, replacement) in the insertion order of QuantizationConfig.get_cache_scale_mapper.
-_BASE_REGEX: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\.kv_scale$"), r".attn.k_scale"),
-    (re.compile(r"\.self_attn\.[kv]_proj\.([kv])_scale$"), r".self_attn.attn.\1_scale"),
-    (re.compile(r"\.self_attn\.qk(?:qk)?v_proj\.([kv])_scale$"), r".self_attn.attn.\1_scale"),
-    (re.compile(r"\.mixer\.[kv]_proj\.([kv])_scale$"), r".mixer.attn.\1_scale"),
-    (re.compile(r"\.self_attn\.q\.scale$"), r".self_attn.attn.q_scale"),
-    (re.compile(r"\.self_attn\.([kv])_cache\.scale$"), r".self_attn.attn.\1_scale"),
-    (re.compile(r"(?<!\.attn)\.([qkv])_scale$"), r".attn.\1_scale"),
-    (re.compile(r"(?<!\.attn)\.([qkv])_zero_point$"), r".attn.\1_zero_point"),
-)
+NORMALIZED_MARK = "kvscale.normalized"
+"""``__metadata__`` key of the shards ``kvscale normalize`` rewrites, so that inspect attributes
+their scales to kvscale rather than to the producer whose naming convention they use."""
 
-# Fp8Config / QuarkConfig.get_cache_scale_mapper: suffix renames applied after the regexes.
-_OUTPUT_SCALE_SUFFIXES: tuple[tuple[str, str], ...] = (
-    (".k_proj.output_scale", ".attn.k_scale"),
-    (".v_proj.output_scale", ".attn.v_scale"),
-    (".q_proj.output_scale", ".attn.q_scale"),
-    (".self_attn.prob_output_scale", ".self_attn.attn.prob_scale"),
-)
-OUTPUT_SCALE_METHODS = frozenset(["fp8", "quark"])
 
-# Model-level stacked renames (``hf_to_vllm_mapper.orig_to_new_stacked``) that some architectures
-# merge into the same mapper pass as the cache-scale mapper, so they run before the suffix rules.
-_STACKED_QKV: tuple[tuple[str, str], ...] = (
-    (".q_proj", ".qkv_proj"),
-    (".k_proj", ".qkv_proj"),
-    (".v_proj", ".qkv_proj"),
-)
+@dataclass(frozen=True)
+class Producer:
+    """Who wrote a scale tensor: a short label (tables) and a description (JSON)."""
 
-_TARGET = re.compile(
-    r"^(?P<layer>.+\.attn)\.(?P<kind>_?[kvq]_scale|_?prob_scale|[kvq]_zero_point)$"
-)
-"""``<layer>.attn.<kind>``: a scale parameter, a zero point, or (leading underscore) one of the
-device buffers ``set_default_quant_scales`` registers, which the loader fills directly."""
+    label: str
+    text: str
+
+
+def producer_of(
+    convention: Convention, quant_method: str | None, normalized: bool = False
+) -> Producer:
+    """The producer of a scale tensor, from its naming convention and what the checkpoint says.
+
+    Several producers share the ``<prefix>.k_scale`` names: llm-compressor, AutoFP8, Quark's
+    ``custom_mode="fp8"`` export and kvscale normalize; the quant method (and normalize's shard
+    mark) tells them apart.
+    """
+    if normalized:
+        return Producer("kvscale", "kvscale normalize (explicit scales)")
+    if convention is Convention.LLM_COMPRESSOR:
+        if quant_method == "quark":
+            return Producer("quark", 'AMD Quark (custom_mode="fp8" export)')
+        if quant_method == "fp8":
+            return Producer("autofp8", "AutoFP8 (since 2024-07)")
+        if quant_method == "modelopt":
+            return Producer("modelopt", "NVIDIA ModelOpt")
+    if convention is Convention.OUTPUT_SCALE and quant_method == "quark":
+        return Producer("quark", "AMD Quark")
+    return Producer(convention.value, convention.producer)
+
 
 _SCALE_LIKE = re.compile(
     r"(?:^|\.)_?(?:[kvq]_scale|kv_scale|prob_scale|prob_output_scale|[kvq]_zero_point)$"
@@ -112,37 +96,8 @@ def looks_like_kv_scale(name: str) -> bool:
     return bool(_SCALE_LIKE.search(name))
 
 
-@dataclass(frozen=True)
-class MappedName:
-    """Where the engine sends one checkpoint tensor."""
-
-    tensor: str
-    engine_name: str
-    layer: str | None
-    """Engine attention layer (``<prefix>.attn``) when the name is a KV-scale parameter."""
-    kind: str | None
-    """``k_scale``/``v_scale``/``q_scale``/``prob_scale`` or a ``*_zero_point``."""
-    convention: Convention | None
-
-
-def map_engine_name(name: str, quant_method: str | None, stacked_first: bool = False) -> str:
-    """The name vLLM's cache-scale mapper turns ``name`` into, for this quant method."""
-    key = name
-    for pattern, replacement in _BASE_REGEX:
-        if pattern.search(key):
-            key = pattern.sub(replacement, key)
-    if stacked_first:
-        for old, new in _STACKED_QKV:
-            if old in key:
-                key = key.replace(old, new, 1)
-    if quant_method in OUTPUT_SCALE_METHODS:
-        for suffix, new in _OUTPUT_SCALE_SUFFIXES:
-            if key.endswith(suffix):
-                key = new.join(key.rsplit(suffix, 1))
-    return key
-
-
-def _convention_of(name: str) -> Convention:
+def convention_of(name: str) -> Convention:
+    """The naming convention (producer family) of a KV-scale tensor name."""
     if name.endswith("_zero_point"):
         return Convention.ZERO_POINT
     if name.endswith(".kv_scale"):
@@ -162,15 +117,6 @@ def _convention_of(name: str) -> Convention:
     if re.search(r"\.attn\.(?:[kvq]_scale|prob_scale)$", name):
         return Convention.CANONICAL
     return Convention.LLM_COMPRESSOR
-
-
-def map_name(name: str, quant_method: str | None, stacked_first: bool = False) -> MappedName:
-    """Map one checkpoint name; ``layer``/``kind`` are None when it is not a KV-scale parameter."""
-    engine = map_engine_name(name, quant_method, stacked_first)
-    match = _TARGET.match(engine)
-    if match is None:
-        return MappedName(name, engine, None, None, None)
-    return MappedName(name, engine, match["layer"], match["kind"], _convention_of(name))
 
 
 # Attention containers whose projections reveal an attention layer in the weight names.

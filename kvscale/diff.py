@@ -13,8 +13,9 @@ Gate rules (``DiffResult.failures``), each checked for every layer of A:
 * ``value-invalid``: a scale that was a positive finite number in A is zero, negative, NaN or
   infinite in B.
 * ``drift`` (only with a threshold): the largest relative change of any of the layer's four
-  scales exceeds it (strictly). A change to or from a non-finite value, or away from zero,
-  counts as an infinite relative change.
+  scales exceeds it (strictly). The change is symmetric, ``max(a/b, b/a) - 1``, so a scale that
+  shrinks (the kind that saturates) trips the gate as surely as one that grows; a change to or
+  from a non-finite value, zero, or across the sign counts as infinite.
 
 Layers only in B (``added``) are reported and never fail: inspect judges the new checkpoint.
 """
@@ -23,23 +24,29 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvscale.checkpoint import ProgressCallback
 from kvscale.conventions import layer_sort_key
-from kvscale.errors import ConfigError, InputError
+from kvscale.engine import all_kv_cache_dtypes
+from kvscale.engine.base import KINDS, ScaleValue
+from kvscale.errors import ConfigError
 from kvscale.floats import max_nan
-from kvscale.inspect import InspectOptions, ScaleReport, inspect_checkpoint
-from kvscale.limits import MAX_CONFIG_BYTES
-from kvscale.safetensors_io import json_error_text, parse_json_bytes, read_small_file
+from kvscale.inspect import ScaleReport, inspect_checkpoint
+from kvscale.io.checkpoint import ProgressCallback
+from kvscale.options import EngineOptions, parse_platform
+from kvscale.scales_file import SCHEMA as SCALES_SCHEMA
+from kvscale.scales_file import (
+    LayerEntry,
+    json_path_of,
+    parse_scales,
+    read_json_document,
+    scale_value,
+)
 
-KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
-SCALES_SCHEMA = "kvscale.scales/1"
 INSPECT_SCHEMA = "kvscale.inspect/1"
-SCALES_FILE = "kv_scales.json"
 
 RULE_RANK: Mapping[str, int] = {
     "error": 0,
@@ -51,8 +58,6 @@ RULE_RANK: Mapping[str, int] = {
     "per_head": 3,
 }
 """How much of its calibration a layer keeps: a move to a lower rank is a regression."""
-
-ScaleValue = float | tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -84,8 +89,8 @@ class ValueChange:
     b: ScaleValue | None
     changed: bool
     rel_change: float | None
-    """|b - a| / |a| (largest over heads); inf for a change involving NaN/inf or away from 0;
-    None when a side has no value (a refused layer)."""
+    """``max(a/b, b/a) - 1`` (largest over heads); inf for a change involving NaN/inf, zero or
+    a sign change; None when a side has no value (a refused layer)."""
     compared: str
     """``value``, ``per-head`` (element by element) or ``max-over-heads`` (layouts differ)."""
     head: int | None = None
@@ -162,37 +167,34 @@ class DiffResult:
 # --- loading -----------------------------------------------------------------------------------
 
 
-def _value(path: Path, where: str, raw: object) -> ScaleValue | None:
-    """A scale value as written by kvscale: number, "NaN"/"Infinity"/"-Infinity", a list of
-    those (per head), or null."""
-    if raw is None:
-        return None
-    if isinstance(raw, list):
-        if not raw:
-            raise ConfigError(path, f"{where} is an empty list")
-        items = [_value(path, where, item) for item in raw]
-        if any(not isinstance(item, float) for item in items):
-            raise ConfigError(path, f"{where} must be a number or a flat list of numbers")
-        return tuple(item for item in items if isinstance(item, float))
-    if isinstance(raw, bool):
-        raise ConfigError(path, f"{where} must be a number, got {raw!r}")
-    if isinstance(raw, (int, float)):
-        return float(raw)
-    if isinstance(raw, str):
-        special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-        if raw in special:
-            return special[raw]
-    raise ConfigError(path, f"{where} must be a number, got {str(raw)[:40]!r}")
+def _layers_from_entries(entries: Sequence[LayerEntry]) -> tuple[LayerScales, ...]:
+    layers = [LayerScales(e.name, e.rule, {k: e.values.get(k) for k in KINDS}) for e in entries]
+    layers.sort(key=lambda layer: layer_sort_key(layer.name))
+    return tuple(layers)
 
 
-def _layer_from_json(path: Path, name: str, entry: object) -> LayerScales:
-    if not isinstance(entry, Mapping):
-        raise ConfigError(path, f"layer {name[:120]!r} is not an object")
-    rule = entry.get("rule")
-    if not isinstance(rule, str):
-        raise ConfigError(path, f"layer {name[:120]!r} has no rule")
-    values = {kind: _value(path, f"{name[:120]}.{kind}", entry.get(kind)) for kind in KINDS}
-    return LayerScales(name, rule, values)
+def _inspect_layers(path: Path, document: Mapping[str, Any]) -> tuple[LayerScales, ...]:
+    raw_list = document.get("layers")
+    if not isinstance(raw_list, list):
+        raise ConfigError(path, "layers must be a list")
+    seen: set[str] = set()
+    layers: list[LayerScales] = []
+    for entry in raw_list:
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str):
+            raise ConfigError(path, "every layer needs a name")
+        if name in seen:
+            raise ConfigError(path, f"layer {name[:120]!r} appears twice")
+        seen.add(name)
+        rule = entry.get("rule")
+        if not isinstance(rule, str):
+            raise ConfigError(path, f"layer {name[:120]!r} has no rule")
+        values = {
+            kind: scale_value(path, f"{name[:120]}.{kind}", entry.get(kind)) for kind in KINDS
+        }
+        layers.append(LayerScales(name, rule, values))
+    layers.sort(key=lambda layer: layer_sort_key(layer.name))
+    return tuple(layers)
 
 
 def _opt_str(document: Mapping[str, Any], key: str) -> str | None:
@@ -205,65 +207,38 @@ def scale_set_from_document(path: Path, document: object) -> ScaleSet:
     if not isinstance(document, Mapping):
         raise ConfigError(path, "is not a JSON object")
     schema = document.get("schema")
-    layers: list[LayerScales] = []
     if schema == SCALES_SCHEMA:
-        raw_layers = document.get("layers")
-        if not isinstance(raw_layers, Mapping):
-            raise ConfigError(path, "layers must be an object keyed by layer name")
-        layers = [_layer_from_json(path, str(n), e) for n, e in raw_layers.items()]
-    elif schema == INSPECT_SCHEMA:
-        raw_list = document.get("layers")
-        if not isinstance(raw_list, list):
-            raise ConfigError(path, "layers must be a list")
-        seen: set[str] = set()
-        for entry in raw_list:
-            name = entry.get("name") if isinstance(entry, Mapping) else None
-            if not isinstance(name, str):
-                raise ConfigError(path, "every layer needs a name")
-            if name in seen:
-                raise ConfigError(path, f"layer {name[:120]!r} appears twice")
-            seen.add(name)
-            layers.append(_layer_from_json(path, name, entry))
-    else:
-        shown = repr(schema)[:60] if schema is not None else "no schema"
-        raise ConfigError(
-            path,
-            f"not a kvscale scales document ({shown})",
-            hint=f"expected {SCALES_SCHEMA} (kvscale normalize) or {INSPECT_SCHEMA} "
-            "(kvscale inspect --json)",
+        scales = parse_scales(path, document)
+        return ScaleSet(
+            path=str(path),
+            source=SCALES_SCHEMA,
+            kv_cache_dtype=scales.kv_cache_dtype,
+            platform=scales.platform,
+            engine_path=scales.engine_path,
+            model_dtype=_opt_str(scales.settings, "model_dtype"),
+            layers=_layers_from_entries(scales.layers),
         )
-    layers.sort(key=lambda layer: layer_sort_key(layer.name))
-    return ScaleSet(
-        path=str(path),
-        source=str(schema),
-        kv_cache_dtype=_opt_str(document, "kv_cache_dtype"),
-        platform=_opt_str(document, "platform"),
-        engine_path=_opt_str(document, "engine_path"),
-        model_dtype=_opt_str(document, "model_dtype"),
-        layers=tuple(layers),
+    if schema == INSPECT_SCHEMA:
+        return ScaleSet(
+            path=str(path),
+            source=INSPECT_SCHEMA,
+            kv_cache_dtype=_opt_str(document, "kv_cache_dtype"),
+            platform=_opt_str(document, "platform"),
+            engine_path=_opt_str(document, "engine_path"),
+            model_dtype=_opt_str(document, "model_dtype"),
+            layers=_inspect_layers(path, document),
+        )
+    shown = repr(schema)[:60] if schema is not None else "no schema"
+    raise ConfigError(
+        path,
+        f"not a kvscale scales document ({shown})",
+        hint=f"expected {SCALES_SCHEMA} (kvscale normalize) or {INSPECT_SCHEMA} "
+        "(kvscale inspect --json)",
     )
 
 
-def scales_document_path(path: str | os.PathLike[str]) -> Path | None:
-    """The JSON document a diff side names, or None when it is a checkpoint."""
-    p = Path(path)
-    if p.is_dir():
-        candidate = p / SCALES_FILE
-        return candidate if candidate.is_file() else None
-    if p.name.endswith(".json") and not p.name.endswith(".safetensors.index.json"):
-        return p
-    return None
-
-
 def read_scales_document(path: Path) -> ScaleSet:
-    if not os.path.lexists(path):
-        raise InputError(path, "no such file")
-    raw = read_small_file(path, MAX_CONFIG_BYTES, path.name)
-    try:
-        document = parse_json_bytes(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ConfigError(path, json_error_text(exc)) from None
-    return scale_set_from_document(path, document)
+    return scale_set_from_document(path, read_json_document(path))
 
 
 def scale_set_from_report(report: ScaleReport) -> ScaleSet:
@@ -282,49 +257,32 @@ def scale_set_from_report(report: ScaleReport) -> ScaleSet:
     )
 
 
-def load_scale_set(
-    path: str | os.PathLike[str],
-    options: InspectOptions,
-    progress: ProgressCallback | None = None,
-) -> ScaleSet:
-    document = scales_document_path(path)
-    if document is not None:
-        return read_scales_document(document)
-    return scale_set_from_report(inspect_checkpoint(path, options, progress))
-
-
 def load_pair(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
-    options: InspectOptions,
+    options: EngineOptions,
     *,
-    explicit: Iterable[str] = (),
     progress: ProgressCallback | None = None,
 ) -> tuple[ScaleSet, ScaleSet]:
-    """Load both sides. A checkpoint side is resolved with the settings a scales document on the
-    other side was written for (kv_cache_dtype, platform), unless ``explicit`` names the
-    option as given on the command line: otherwise every fnuz value would show as doubled."""
-    explicit = set(explicit)
-    docs = {side: scales_document_path(side) for side in (a, b)}
+    """Load both sides. A checkpoint side is resolved, for every option the user left unset,
+    with the settings a scales document on the other side was written for (KV-cache dtype,
+    platform): otherwise every fnuz value of such a document would show as doubled."""
     loaded: dict[int, ScaleSet] = {}
     for i, side in enumerate((a, b)):
-        doc = docs[side]
-        if doc is not None:
-            loaded[i] = read_scales_document(doc)
+        document = json_path_of(side)
+        if document is not None:
+            loaded[i] = read_scales_document(document)
     reference = loaded.get(0) or loaded.get(1)
     if reference is not None:
-        options = InspectOptions(
-            kv_cache_dtype=(
-                reference.kv_cache_dtype
-                if "kv_cache_dtype" not in explicit and reference.kv_cache_dtype
-                else options.kv_cache_dtype
-            ),
-            platform=(
-                reference.platform
-                if "platform" not in explicit and reference.platform in ("ocp", "fnuz")
-                else options.platform
-            ),
-            model_dtype=options.model_dtype,
+        options = options.over(
+            EngineOptions(
+                kv_cache_dtype=reference.kv_cache_dtype
+                if reference.kv_cache_dtype in all_kv_cache_dtypes()
+                else None,
+                platform=parse_platform(reference.platform)
+                if reference.platform in ("ocp", "fnuz")
+                else None,
+            )
         )
     for i, side in enumerate((a, b)):
         if i not in loaded:
@@ -340,13 +298,17 @@ def _same(x: float, y: float) -> bool:
 
 
 def rel_change(a: float, b: float) -> float:
-    """|b - a| / |a|; 0 for identical values (NaN == NaN here); inf for any other change that
-    involves a non-finite value, or away from 0."""
+    """The symmetric relative change ``max(a/b, b/a) - 1`` = ``|b - a| / min(|a|, |b|)``: a
+    scale 128x too small and one 128x too large both change by 127. 0 for identical values
+    (NaN == NaN here); inf for any other change that involves a non-finite value, a zero or a
+    sign change."""
     if _same(a, b):
         return 0.0
-    if not (math.isfinite(a) and math.isfinite(b)) or a == 0.0:
+    if not (math.isfinite(a) and math.isfinite(b)) or a == 0.0 or b == 0.0:
         return math.inf
-    return abs(b - a) / abs(a)
+    if (a < 0.0) != (b < 0.0):
+        return math.inf
+    return abs(b - a) / min(abs(a), abs(b))
 
 
 def _valid(x: float) -> bool:
@@ -472,13 +434,10 @@ def compare(a: ScaleSet, b: ScaleSet, threshold: float | None = None) -> DiffRes
 def diff_paths(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
-    options: InspectOptions | None = None,
+    options: EngineOptions | None = None,
     threshold: float | None = None,
     *,
-    explicit: Sequence[str] = (),
     progress: ProgressCallback | None = None,
 ) -> DiffResult:
-    side_a, side_b = load_pair(
-        a, b, options or InspectOptions(), explicit=explicit, progress=progress
-    )
+    side_a, side_b = load_pair(a, b, options or EngineOptions(), progress=progress)
     return compare(side_a, side_b, threshold)

@@ -19,7 +19,14 @@ class ExitCode(IntEnum):
     USAGE = 2
     """Usage error, or an input that cannot be read."""
     ENVIRONMENT = 3
-    """A required environment is missing (``verify --gpu`` without a usable CUDA device)."""
+    """A required environment is missing (``verify --gpu`` without a usable CUDA device, or an
+    optional extra that is not installed)."""
+    INTERNAL = 70
+    """A bug in kvscale (``EX_SOFTWARE`` of sysexits.h): one line asking for a report."""
+    INTERRUPTED = 130
+    """Interrupted (Ctrl-C, SIGINT; SIGTERM during a write): 128 + SIGINT, as shells report."""
+    BROKEN_PIPE = 141
+    """The reader of stdout went away (``| head``): 128 + SIGPIPE, as other Unix tools."""
 
 
 class KVScaleError(Exception):
@@ -87,3 +94,29 @@ class EnvironmentMissingError(KVScaleError):
     """A required environment (CUDA device, FP8 support, Triton) is missing."""
 
     exit_code = ExitCode.ENVIRONMENT
+
+
+class ExtraMissingError(EnvironmentMissingError):
+    """A command needs an optional extra (``kvscale[gpu]``, ``kvscale[calibrate]``) that is not
+    installed."""
+
+    def __init__(self, feature: str, extra: str, missing: str) -> None:
+        super().__init__(
+            f"{feature} needs the {missing} package, which is not installed",
+            hint=f"pip install 'kvscale[{extra}]'",
+        )
+        self.extra = extra
+        self.missing = missing
+
+
+def require(module: str, feature: str, extra: str) -> None:
+    """Raise ``ExtraMissingError`` unless ``module`` can be imported (checked without importing
+    it, so that the check costs nothing)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ExtraMissingError(feature, extra, module.split(".")[0])

@@ -84,9 +84,6 @@ def float32_to_float16(value: float) -> float:
         return math.copysign(math.inf, value)
 
 
-MODEL_DTYPES = ("bfloat16", "float16", "float32")
-
-
 def round_to_dtype(value: float, dtype: str) -> float:
     """Convert a value held exactly in a double (any checkpoint dtype) into a torch dtype, the
     way ``param.data.copy_(loaded_weight)`` does: through float32 first for 16-bit targets."""

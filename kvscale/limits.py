@@ -104,13 +104,26 @@ MAX_HEADS = Limit(
     None,
     "attention or key/value heads declared by config.json",
 )
-
-ALL_LIMITS = (
-    MAX_HEADER_BYTES,
-    MAX_SCALE_ELEMENTS,
-    MAX_SHARDS,
-    MAX_CONFIG_BYTES,
-    MAX_INDEX_BYTES,
-    MAX_LAYERS,
-    MAX_HEADS,
+MAX_POLICY_BYTES = Limit(
+    "max-policy-bytes",
+    "KVSCALE_MAX_POLICY_BYTES",
+    1_000_000,
+    None,
+    "bytes of a policy file (kvscale.toml, pyproject.toml)",
+)
+MAX_DOCUMENT_BYTES = Limit(
+    "max-document-bytes",
+    "KVSCALE_MAX_DOCUMENT_BYTES",
+    64_000_000,
+    None,
+    "bytes of a JSON document kvscale reads back (kv_scales.json, saved inspect --json)",
+)
+# Why: verify sizes its caches from config values and activation files; a one-layer checkpoint
+# claiming 10**6 heads of size 10**6 would otherwise allocate a terabyte before anything runs.
+MAX_VERIFY_ELEMENTS = Limit(
+    "max-verify-elements",
+    "KVSCALE_MAX_VERIFY_ELEMENTS",
+    1 << 28,
+    None,
+    "K or V elements verify writes per layer (tokens x kv heads x head size)",
 )

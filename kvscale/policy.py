@@ -25,7 +25,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kvscale.errors import UsageError
+from kvscale.errors import KVScaleError, UsageError
+from kvscale.io.safetensors import read_small_file
+from kvscale.limits import MAX_POLICY_BYTES
+from kvscale.options import EngineOptions
 from kvscale.problems import CATALOGUE, Problem, Severity
 
 POLICY_FILE = "kvscale.toml"
@@ -87,9 +90,8 @@ class PolicyFile:
 
     path: Path
     policy: Policy
-    kv_cache_dtype: str | None = None
-    platform: str | None = None
-    model_dtype: str | None = None
+    options: EngineOptions = field(default_factory=EngineOptions)
+    """Engine options the file sets (the command line wins over each)."""
     max_rel_change: float | None = None
     """Default gate for ``kvscale diff``."""
 
@@ -98,6 +100,7 @@ POLICY_KEYS: Mapping[str, str] = {
     "strict": "true or false: warnings fail the run too (like --strict)",
     "fail_on": "problem codes that fail the run even as warnings (like --fail-on)",
     "allow": "problem codes that never fail the run (like --allow)",
+    "engine": "default for --engine (vllm or sglang)",
     "kv_cache_dtype": "default for --kv-cache-dtype",
     "platform": "default for --platform (ocp or fnuz)",
     "model_dtype": "default for --model-dtype",
@@ -123,19 +126,25 @@ def _toml_module(path: Path) -> ModuleType:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     toml = _toml_module(path)
+    if not os.path.lexists(path):
+        raise UsageError(f"{path}: policy file not found")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: policy file not found") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read policy file: {exc.strerror or exc}") from None
+        # Bounded and non-blocking like every read: a FIFO or /dev/zero named kvscale.toml is
+        # refused, not waited on or read forever.
+        data = read_small_file(path, MAX_POLICY_BYTES, "policy file")
+    except KVScaleError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from None
     try:
         text = data.decode("utf-8")
         parsed: dict[str, Any] = toml.loads(text)
     except UnicodeDecodeError:
         raise UsageError(f"{path}: policy file is not UTF-8 text") from None
     except toml.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+        raise UsageError(f"{path}: invalid TOML: {' '.join(str(exc).split())[:200]}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise UsageError(f"{path}: invalid TOML: {' '.join(str(exc).split())[:200]}") from None
     return parsed
 
 
@@ -185,8 +194,6 @@ def _string_value(path: Path, key: str, value: object) -> str:
 
 def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
     """Validate one settings table; every mistake is a usage error naming the file."""
-    from kvscale.model_config import KV_CACHE_DTYPES, PLATFORMS, normalize_model_dtype
-
     unknown = sorted(set(table) - set(POLICY_KEYS))
     if unknown:
         raise UsageError(
@@ -204,24 +211,18 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
         # Within one file there is no "later wins": a code in both lists is a mistake.
         raise UsageError(f"{path}: {', '.join(both)} in both fail_on and allow")
 
-    kv_cache_dtype = platform = model_dtype = None
-    if "kv_cache_dtype" in table:
-        kv_cache_dtype = _string_value(path, "kv_cache_dtype", table["kv_cache_dtype"])
-        if kv_cache_dtype not in KV_CACHE_DTYPES:
-            raise UsageError(
-                f"{path}: unknown kv_cache_dtype {kv_cache_dtype!r}",
-                hint="one of: " + ", ".join(KV_CACHE_DTYPES),
-            )
-    if "platform" in table:
-        platform = _string_value(path, "platform", table["platform"]).lower()
-        if platform not in PLATFORMS:
-            raise UsageError(f"{path}: unknown platform {platform!r}", hint="use ocp or fnuz")
-    if "model_dtype" in table:
-        model_dtype = _string_value(path, "model_dtype", table["model_dtype"])
-        try:
-            normalize_model_dtype(model_dtype)
-        except UsageError as exc:
-            raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
+    values: dict[str, str] = {}
+    for key in ("engine", "kv_cache_dtype", "platform", "model_dtype"):
+        if key in table:
+            values[key] = _string_value(path, key, table[key])
+            try:
+                EngineOptions(**{key: values[key]})  # type: ignore[arg-type]
+            except UsageError as exc:
+                raise UsageError(f"{path}: {key}: {exc.message}", hint=exc.hint) from None
+    try:
+        options = EngineOptions(**values)  # type: ignore[arg-type]
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
     max_rel_change = None
     if "max_rel_change" in table:
         value = table["max_rel_change"]
@@ -233,9 +234,7 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
     return PolicyFile(
         path=path,
         policy=Policy(strict=strict, fail_on=fail_on, allow=allow),
-        kv_cache_dtype=kv_cache_dtype,
-        platform=platform,
-        model_dtype=model_dtype,
+        options=options,
         max_rel_change=max_rel_change,
     )
 
@@ -262,9 +261,11 @@ def _pyproject_may_have_table(path: Path) -> bool:
     """Cheap pre-check, so that an unrelated pyproject.toml is never parsed (on Python 3.10
     without tomli that would be an error for a file that holds no kvscale settings)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+        text = read_small_file(path, MAX_POLICY_BYTES, "pyproject.toml").decode(
+            "utf-8", errors="replace"
+        )
+    except KVScaleError:
+        return True  # let the real read report what is wrong with it
     if _TOOL_KVSCALE.search(text):
         return True
     # Rare spellings: a [tool] table with a kvscale key, or a dotted key tool.kvscale.x = ...

@@ -30,14 +30,23 @@ class Problem:
     code: str
     layer: str | None
     message: str
+    layers: tuple[str, ...] = ()
+    """Every layer the problem concerns, when it is one problem for several layers (one cause,
+    reported once); ``layer`` is then None, or the single layer."""
+
+    def concerns(self, layer: str) -> bool:
+        return self.layer == layer or layer in self.layers
 
     def to_json(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "severity": self.severity.value,
             "code": self.code,
             "layer": self.layer,
             "message": self.message,
         }
+        if self.layers:
+            doc["layers"] = list(self.layers)
+        return doc
 
 
 def _codes(*entries: ProblemCode) -> dict[str, ProblemCode]:
@@ -321,7 +330,12 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
 
 
 def problem(
-    code: str, message: str, layer: str | None = None, *, severity: Severity | None = None
+    code: str,
+    message: str,
+    layer: str | None = None,
+    *,
+    severity: Severity | None = None,
+    layers: tuple[str, ...] = (),
 ) -> Problem:
     entry = CATALOGUE[code]
-    return Problem(severity or entry.severity, code, layer, message)
+    return Problem(severity or entry.severity, code, layer, message, layers)

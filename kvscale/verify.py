@@ -19,9 +19,8 @@ Thresholds (documented in the README and ``kvscale verify --help``), per layer a
 
 from __future__ import annotations
 
-import json
+import difflib
 import math
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +28,19 @@ from typing import Any
 
 import torch
 
+from kvscale import scales_file
 from kvscale.errors import (
     EnvironmentMissingError,
     InputError,
+    LimitExceededError,
     UsageError,
 )
-from kvscale.floats import decode_values, max_nan
+from kvscale.floats import max_nan
+from kvscale.io.safetensors import read_header
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.kernel.reference import dequantize, reference_reshape_and_cache_flash
-from kvscale.safetensors_io import TensorInfo, read_header, read_tensor_bytes
+from kvscale.limits import MAX_VERIFY_ELEMENTS
+from kvscale.options import EngineOptions
 
 SATURATION_LIMIT = 1e-3
 UNDERFLOW_LIMIT = 1e-2
@@ -59,8 +62,9 @@ class VerifyOptions:
     activations: Path | None = None
     tokens: int = 4096
     seed: int = 0
-    kv_cache_dtype: str | None = None
-    """Override the target's KV-cache dtype (an fp8 dtype); default: the target's own."""
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    """The options a checkpoint target is resolved with, exactly as ``inspect`` would; a scales
+    output holds values already resolved, and options that contradict it are refused."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,10 @@ class LayerScales:
     k_device: tuple[float, ...]
     v_device: tuple[float, ...]
     rule: str | None = None
+    q_scale: tuple[float, ...] = ()
+    prob_scale: tuple[float, ...] = ()
+    disagreements: tuple[str, ...] = ()
+    """Host/device differences found when the target was read (scales outputs)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,9 @@ class Target:
     notes: tuple[str, ...] = ()
     refused: tuple[tuple[str, str], ...] = ()
     """(layer, why) for layers the engine refuses: nothing to verify, and the run fails."""
+    engine: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    """The engine options the scales were resolved with (as the user chose them)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,7 @@ class KindStats:
     rel_rms_error: float
     mismatched_bytes: int | None
     data: str
-    """``activations`` or ``synthetic``."""
+    """``activations``, ``model`` or ``synthetic``."""
     failures: tuple[str, ...] = ()
 
     @property
@@ -115,6 +126,12 @@ class LayerResult:
     host_device_agree: bool
     error: str | None = None
     """Why the engine refuses this layer (no scales to write with): the layer fails."""
+
+    @property
+    def data(self) -> str | None:
+        """Where the layer's K/V came from (``activations``, ``model`` or ``synthetic``)."""
+        kinds = {s.data for s in (self.k, self.v) if s is not None}
+        return kinds.pop() if len(kinds) == 1 else ("+".join(sorted(kinds)) or None)
 
     @property
     def passed(self) -> bool:
@@ -137,6 +154,10 @@ class VerifyResult:
     layers: tuple[LayerResult, ...]
     notes: tuple[str, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
+    engine: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    synthetic_layers: tuple[str, ...] = ()
+    """Layers whose K/V were synthetic although activations were given (the file lacks them)."""
 
     @property
     def ok(self) -> bool:
@@ -150,31 +171,16 @@ class VerifyResult:
 # --- loading a target ----------------------------------------------------------------------------
 
 
-def _json_float(value: Any, where: str) -> float:
-    if isinstance(value, bool):
-        raise InputError(where, f"scale value {value!r} is not a number")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if value in ("NaN", "Infinity", "-Infinity"):
-        return float(value.replace("Infinity", "inf"))
-    raise InputError(where, f"scale value {value!r} is not a number")
+def load_target(path: Path, options: EngineOptions | None = None) -> Target:
+    """A scales output directory (``kvscale normalize``/``calibrate``), or a checkpoint resolved
+    exactly as ``inspect`` resolves it with the same options."""
+    options = options or EngineOptions()
+    if path.is_dir() and scales_file.json_path_of(path) is not None:
+        return _load_scales_output(path, options)
+    from kvscale.inspect import inspect_checkpoint
 
-
-def _same_bits(a: float, b: float) -> bool:
-    if math.isnan(a) and math.isnan(b):
-        return True
-    return struct.pack("<f", a) == struct.pack("<f", b) if math.isfinite(a) else a == b
-
-
-def load_target(path: Path) -> Target:
-    """A ``kvscale normalize`` output directory, or a checkpoint resolved with ``inspect``."""
-    if path.is_dir() and (path / "kv_scales.json").is_file():
-        return _load_normalize_output(path)
-    from kvscale.inspect import InspectOptions, inspect_checkpoint
-
-    report = inspect_checkpoint(path, InspectOptions())
+    report = inspect_checkpoint(path, options)
     layers: list[LayerScales] = []
-    notes: list[str] = []
     refused: list[tuple[str, str]] = []
     for layer in report.layers:
         if layer.rule.value == "error" or layer.k_scale is None or layer.v_scale is None:
@@ -183,75 +189,99 @@ def load_target(path: Path) -> Target:
         k = layer.k_scale if isinstance(layer.k_scale, tuple) else (layer.k_scale,)
         v = layer.v_scale if isinstance(layer.v_scale, tuple) else (layer.v_scale,)
         layers.append(LayerScales(layer.name, max_nan(k), max_nan(v), k, v, layer.rule.value))
-    head_size = report.shape.head_size or DEFAULT_HEAD_SIZE
     return Target(
         path=str(path),
         kind="checkpoint",
         kv_cache_dtype=report.kv_cache_dtype,
         platform=report.platform,
         layers=tuple(layers),
-        head_size=head_size,
+        head_size=report.shape.head_size or DEFAULT_HEAD_SIZE,
         kv_heads=report.shape.kv_heads or DEFAULT_KV_HEADS,
-        notes=tuple(notes),
         refused=tuple(refused),
+        engine=report.engine,
+        options=report.options.chosen(),
     )
 
 
-def _load_normalize_output(path: Path) -> Target:
-    json_path = path / "kv_scales.json"
-    st_path = path / "kv_scales.safetensors"
-    try:
-        doc = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(json_path, f"cannot read kv_scales.json ({exc})") from None
-    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("kvscale.scales/"):
-        raise InputError(json_path, "not a kvscale.scales/1 document")
-    if not st_path.is_file():
-        raise InputError(st_path, "missing: a normalize output holds kv_scales.safetensors too")
-    header = read_header(st_path)
-    layers_doc = doc.get("layers")
-    if not isinstance(layers_doc, dict):
-        raise InputError(json_path, "has no layers object")
+def _load_scales_output(path: Path, options: EngineOptions) -> Target:
+    scales = scales_file.read_scales(path)
+    device = scales_file.read_device_scales(path)
+    disagreements = scales_file.check_agreement(scales, device)
+    for key, wanted, held in (
+        ("kv_cache_dtype", options.kv_cache_dtype, scales.kv_cache_dtype),
+        ("platform", options.platform.value if options.platform else None, scales.platform),
+    ):
+        if wanted is not None and wanted != held:
+            raise UsageError(
+                f"{path} holds scales resolved for {key.replace('_', '-')} {held}; "
+                f"--{key.replace('_', '-')} {wanted} cannot change them",
+                hint=f"normalize again with --{key.replace('_', '-')} {wanted}, or drop the option",
+            )
+    engine = scales.get("engine") if isinstance(scales.get("engine"), Mapping) else {}
+    if options.engine is not None and engine and engine.get("name") != options.engine.value:
+        raise UsageError(
+            f"{path} holds scales resolved for {engine.get('name')}; --engine "
+            f"{options.engine.value} cannot change them",
+            hint="normalize again with that --engine, or drop the option",
+        )
     layers: list[LayerScales] = []
-    head_size = DEFAULT_HEAD_SIZE
-    if isinstance(doc.get("head_size"), int) and doc["head_size"] > 0:
-        head_size = doc["head_size"]
-    for name, entry in layers_doc.items():
-        if not isinstance(entry, dict):
-            raise InputError(json_path, f"layer {name!r} is not an object")
-        device: dict[str, tuple[float, ...]] = {}
-        for kind in ("k_scale", "v_scale"):
-            info = header.tensors.get(f"{name}.{kind}")
-            if info is None:
-                raise InputError(st_path, f"has no tensor {name}.{kind}")
-            device[kind] = _device_values(st_path, info)
+    for entry in scales.layers:
+        if entry.skipped:
+            continue
+        values = {kind: entry.values.get(kind) for kind in ("k_scale", "v_scale")}
+        if values["k_scale"] is None or values["v_scale"] is None:
+            raise InputError(scales.path or path, f"layer {entry.name!r} has no k/v values")
+
+        def flat(kind: str, entry: scales_file.LayerEntry = entry) -> tuple[float, ...]:
+            held = device.get(f"{entry.name}.{kind}")
+            if held is not None:
+                return held
+            value = entry.values.get(kind)
+            if value is None:
+                return ()
+            return value if isinstance(value, tuple) else (value,)
+
+        host_k, host_v = entry.host("k_scale"), entry.host("v_scale")
+        assert host_k is not None and host_v is not None
         layers.append(
             LayerScales(
-                name,
-                _json_float(entry.get("k_scale"), str(json_path)),
-                _json_float(entry.get("v_scale"), str(json_path)),
-                device["k_scale"],
-                device["v_scale"],
-                entry.get("rule") if isinstance(entry.get("rule"), str) else None,
+                entry.name,
+                host_k,
+                host_v,
+                flat("k_scale"),
+                flat("v_scale"),
+                entry.rule,
+                flat("q_scale"),
+                flat("prob_scale"),
+                tuple(disagreements.get(entry.name, ())),
             )
         )
-    kv = str(doc["kv_cache_dtype"]) if isinstance(doc.get("kv_cache_dtype"), str) else "fp8"
-    platform = str(doc["platform"]) if doc.get("platform") in ("ocp", "fnuz") else "ocp"
-    kv_heads = doc.get("num_kv_heads")
-    if not isinstance(kv_heads, int) or isinstance(kv_heads, bool) or kv_heads < 1:
-        kv_heads = DEFAULT_KV_HEADS
-    return Target(str(path), "normalize-output", kv, platform, tuple(layers), head_size, kv_heads)
-
-
-def _device_values(path: Path, info: TensorInfo) -> tuple[float, ...]:
-    if info.dtype != "F32":
-        raise InputError(path, f"tensor {info.name!r} is {info.dtype}; device scales are float32")
-    return tuple(decode_values("F32", read_tensor_bytes(path, info)))
+    known = {entry.name for entry in scales.layers}
+    orphans = tuple(
+        f"{name}: " + "; ".join(problems)
+        for name, problems in disagreements.items()
+        if name not in known
+    )
+    return Target(
+        str(path),
+        "scales-output",
+        scales.kv_cache_dtype,
+        scales.platform,
+        tuple(layers),
+        scales.head_size or DEFAULT_HEAD_SIZE,
+        scales.num_kv_heads or DEFAULT_KV_HEADS,
+        notes=tuple(
+            f"{scales_file.TENSORS_NAME} holds a layer the JSON lacks: {o}" for o in orphans
+        ),
+        refused=tuple((o.split(":", 1)[0], o) for o in orphans),
+        engine={str(k): str(v) for k, v in engine.items()},
+        options={},
+    )
 
 
 def host_device_agree(layer: LayerScales) -> list[str]:
     """Differences between the host floats and the device tensors of one layer."""
-    problems = []
+    problems = list(layer.disagreements)
     for kind, host, device in (
         ("k", layer.k_host, layer.k_device),
         ("v", layer.v_host, layer.v_device),
@@ -260,8 +290,10 @@ def host_device_agree(layer: LayerScales) -> list[str]:
             problems.append(f"{kind}_scale device tensor is empty")
             continue
         expected = device[0] if len(device) == 1 else max_nan(device)
-        if not _same_bits(host, expected):
-            problems.append(f"{kind}_scale host {host!r} != device {expected!r}")
+        if not scales_file.same_bits(host, expected):
+            problem = f"{kind}_scale host {host!r} != device {expected!r}"
+            if problem not in problems:
+                problems.append(problem)
     return problems
 
 
@@ -304,15 +336,33 @@ def synthetic_activations(
     return (x * factor.reshape(1, heads, 1)).to(torch.bfloat16)
 
 
-def _load_activations(path: Path) -> dict[str, Any]:
-    """Tensors of a ``--activations`` file, validated by kvscale's own header checks first."""
-    read_header(path)
-    from safetensors.torch import load_file
+def _load_activations(path: Path, target: Target) -> dict[str, Any]:
+    """The target's K/V from a ``--activations`` file: validated by kvscale's own header checks
+    first, each tensor bounded by ``max-verify-elements``, and only the tensors of the target's
+    layers read (never the whole file)."""
+    header = read_header(path)
+    wanted = {f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")}
+    present = [name for name in header.tensors if name in wanted]
+    limit = MAX_VERIFY_ELEMENTS.value()
+    for name in present:
+        info = header.tensors[name]
+        if info.numel > limit:
+            raise LimitExceededError(
+                path,
+                f"activation {name!r} has {info.numel:,} elements",
+                hint=MAX_VERIFY_ELEMENTS.describe(),
+            )
+    _match_activations(path, header.tensors, target)
+    from safetensors import safe_open
 
+    out: dict[str, Any] = {}
     try:
-        return dict(load_file(str(path)))
+        with safe_open(str(path), framework="pt") as handle:
+            for name in present:
+                out[name] = handle.get_tensor(name)
     except Exception as exc:  # safetensors raises its own error types
         raise InputError(path, f"cannot load activations ({exc})") from None
+    return out
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -360,24 +410,15 @@ def verify_target(
 ) -> VerifyResult:
     if options.tokens < 1 or options.tokens > 1 << 22:
         raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
-    if options.kv_cache_dtype is not None and options.kv_cache_dtype not in (
-        "fp8",
-        "fp8_e4m3",
-        "fp8_e5m2",
-    ):
-        raise UsageError(
-            f"--kv-cache-dtype {options.kv_cache_dtype!r} is not an fp8 cache dtype",
-            hint="use fp8, fp8_e4m3 or fp8_e5m2",
-        )
-    target = load_target(path)
-    kv_name = options.kv_cache_dtype or target.kv_cache_dtype
+    target = load_target(path, options.engine)
     notes = list(target.notes)
-    kv_name, fmt = _fmt_for(kv_name, target.platform)
-    if kv_name != (options.kv_cache_dtype or target.kv_cache_dtype):
+    kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
+    if kv_name != target.kv_cache_dtype:
         notes.append(
             f"the target's KV-cache dtype {target.kv_cache_dtype} is not an fp8 one; verified "
             f"as {kv_name}"
         )
+    _check_size(options.tokens, target)
     device = torch.device("cpu")
     device_name = "cpu"
     kernel: Callable[..., None] | None = None
@@ -393,9 +434,12 @@ def verify_target(
         kernel = reshape_and_cache_flash
     else:
         notes.append("the kernel did not run (no --gpu): statistics come from the CPU reference")
-    activations = _load_activations(options.activations) if options.activations else {}
+    activations: dict[str, Any] = {}
+    if options.activations is not None:
+        activations = _load_activations(options.activations, target)
     generator = torch.Generator().manual_seed(options.seed)
     results: list[LayerResult] = []
+    synthetic: list[str] = []
     agree_all = True
     for index, layer in enumerate(target.layers):
         agree = host_device_agree(layer)
@@ -417,6 +461,9 @@ def verify_target(
                     ),
                     "synthetic",
                 )
+        if activations and any(src == "synthetic" for _, src in kv_data.values()):
+            synthetic.append(layer.name)
+        _check_pair(kv_data, options.activations, layer.name)
         k_stats, v_stats = _run_layer(layer, kv_data, kv_name, fmt, device, kernel, generator)
         if agree:
             k_stats = _with_failure(k_stats, "; ".join(agree))
@@ -424,6 +471,16 @@ def verify_target(
         if progress is not None:
             progress(index + 1, len(target.layers), layer.name)
     results.extend(LayerResult(name, None, None, True, why) for name, why in target.refused)
+    if target.refused and target.kind == "scales-output":
+        agree_all = False
+    if synthetic:
+        shown = ", ".join(synthetic[:3]) + (
+            f" and {len(synthetic) - 3} more" if len(synthetic) > 3 else ""
+        )
+        notes.append(
+            f"{len(synthetic)} layer(s) ran on synthetic data: the activations file has no K/V "
+            f"for {shown}"
+        )
     if not results:
         notes.append("the target has no attention layer with scales to verify")
     return VerifyResult(
@@ -443,7 +500,58 @@ def verify_target(
             "underflow": UNDERFLOW_LIMIT,
             "rel_rms_error": ERROR_LIMIT[fmt.name],
         },
+        engine=target.engine,
+        options=target.options,
+        synthetic_layers=tuple(synthetic),
     )
+
+
+def _check_size(tokens: int, target: Target) -> None:
+    """Refuse caches larger than ``max-verify-elements`` before allocating anything."""
+    limit = MAX_VERIFY_ELEMENTS.value()
+    for layer in target.layers:
+        heads = max(len(layer.k_device), len(layer.v_device))
+        heads = heads if heads > 1 else target.kv_heads
+        elements = tokens * heads * target.head_size
+        if elements > limit:
+            raise LimitExceededError(
+                target.path,
+                f"verifying {layer.name} needs {tokens:,} tokens x {heads:,} kv heads x "
+                f"{target.head_size:,} head size = {elements:,} elements",
+                hint=MAX_VERIFY_ELEMENTS.describe() + "; or pass a smaller --tokens",
+            )
+
+
+def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -> None:
+    """An activations file that feeds no layer is an input error, naming what was expected."""
+    expected = [f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")]
+    if not expected or any(name in tensors for name in expected):
+        return
+    found = sorted(tensors)
+    close = sorted(
+        {m for name in expected[:64] for m in difflib.get_close_matches(name, found, n=1)}
+    )
+    shown_found = ", ".join(repr(n) for n in (close or found)[:3]) or "no tensors at all"
+    raise InputError(
+        path,
+        f"no K/V for any layer of {target.path}: expected names like {expected[0]!r} "
+        f"(<layer>.k / <layer>.v, layer names as in kvscale inspect); "
+        f"{'closest found' if close else 'found'}: {shown_found}",
+        hint="rename the tensors, or capture them with kvscale verify --model --activations-out",
+    )
+
+
+def _check_pair(
+    kv_data: Mapping[str, tuple[torch.Tensor, str]], path: Path | None, layer: str
+) -> None:
+    key, value = kv_data["k"][0], kv_data["v"][0]
+    if key.shape[1:] != value.shape[1:]:
+        raise InputError(
+            path or "activations",
+            f"{layer}.k is [tokens, {key.shape[1]}, {key.shape[2]}] but {layer}.v is "
+            f"[tokens, {value.shape[1]}, {value.shape[2]}]: K and V of one layer share the "
+            "kv heads and head size",
+        )
 
 
 def _check_activation(t: torch.Tensor, path: Path | None, layer: str, kind: str) -> torch.Tensor:
@@ -571,24 +679,36 @@ def _stats(
     absmax = float(xf[finite].abs().max()) if bool(finite.any()) else 0.0
     failures: list[str] = []
     scales = scale.reshape(-1).tolist()
-    if not all(math.isfinite(v) and v > 0 for v in scales):
-        failures.append("scale is not a positive finite number")
+    valid_scale = all(math.isfinite(v) and v > 0 for v in scales)
+    if not valid_scale:
+        # A zero, negative or NaN scale: what it does to the data (everything saturates, or
+        # nothing survives) follows from that alone; saturation and underflow say nothing more.
+        failures.append(
+            f"the scale ({host:.6g}) is not a positive finite number; write the calibrated "
+            "amax / fp8_max (kvscale calibrate)"
+        )
+    if x.numel() == 0:
+        failures.append("no tokens to verify (the activations hold 0 tokens)")
+    elif not bool(finite.any()):
+        failures.append("no finite values: the activations are all NaN or infinite")
     if mismatched:
         failures.append(f"{mismatched} cache bytes differ from the reference writer")
-    if saturated > SATURATION_LIMIT:
+    if valid_scale and saturated > SATURATION_LIMIT:
         need = absmax / fmt.max_finite
         failures.append(
             f"{saturated:.2%} of values saturate at +-{fmt.max_finite:g} x scale: the scale "
             f"({host:.6g}) is too small for this data (absmax {absmax:.6g} needs >= {need:.6g}); "
             "recalibrate the KV scales on representative data"
         )
-    if underflow > UNDERFLOW_LIMIT:
+    elif valid_scale and underflow > UNDERFLOW_LIMIT:
         failures.append(
             f"{underflow:.2%} of nonzero values are stored as zero: the scale ({host:.6g}) is too "
             "large for this data; recalibrate"
         )
-    if err > ERROR_LIMIT[fmt.name] and not (
-        saturated > SATURATION_LIMIT or underflow > UNDERFLOW_LIMIT
+    if (
+        valid_scale
+        and err > ERROR_LIMIT[fmt.name]
+        and not (saturated > SATURATION_LIMIT or underflow > UNDERFLOW_LIMIT)
     ):
         failures.append(
             f"round-trip error {err:.3g} exceeds {ERROR_LIMIT[fmt.name]:g} for {fmt.name}"

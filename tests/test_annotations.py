@@ -23,9 +23,9 @@ from kvscale.render.annotations import (
     escape_data,
     escape_property,
     inspect_annotations,
-    neutralize,
     workspace_relative,
 )
+from kvscale.render.escape import neutralize
 
 runner = CliRunner()
 

@@ -1,11 +1,11 @@
-"""kvscale.architectures matches the evidence the parity oracle recorded from vLLM 0.33.0."""
+"""kvscale.engine.vllm.architectures matches what the parity oracle recorded from vLLM 0.33.0."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from kvscale.architectures import NOT_AUTO_LOADED, OUTPUT_SCALE_DROPPING
+from kvscale.engine.vllm.architectures import NOT_AUTO_LOADED, OUTPUT_SCALE_DROPPING
 
 EVIDENCE = Path(__file__).resolve().parent / "parity" / "arch_output_scale_drop.json"
 

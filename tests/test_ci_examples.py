@@ -80,7 +80,7 @@ def test_broken_messages_are_readable(outcomes: dict[str, object]) -> None:
     )
     pre_commit = outcomes["pre-commit examples/broken"]
     text = pre_commit.stdout  # type: ignore[attr-defined]
-    assert text.startswith("kvscale inspect examples/broken\n")
+    assert text.startswith("KV-cache scales of examples/broken\n")
     assert "error scale-zero" in text
     assert re.search(r"(?m)^FAIL: \d+ attention layers", text)
     assert pre_commit.stderr == ""  # type: ignore[attr-defined]

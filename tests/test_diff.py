@@ -22,7 +22,7 @@ from kvscale.diff import (
     diff_paths,
     rel_change,
 )
-from kvscale.inspect import InspectOptions
+from kvscale.options import EngineOptions
 
 runner = CliRunner()
 
@@ -66,8 +66,16 @@ def invoke(*args: str) -> Any:
 
 
 def test_rel_change_exact_rules() -> None:
+    # Symmetric: max(a/b, b/a) - 1, so growing and shrinking by the same factor count the same.
     assert rel_change(0.5, 0.75) == 0.5
-    assert rel_change(0.5, 0.25) == 0.5
+    assert rel_change(0.75, 0.5) == 0.5
+    assert rel_change(0.5, 0.25) == 1.0
+    assert rel_change(0.25, 0.5) == 1.0
+    assert rel_change(1.0, 1.0 / 128) == 127.0
+    assert rel_change(1.0 / 128, 1.0) == 127.0
+    assert rel_change(0.5, 0.0) == math.inf
+    assert rel_change(0.5, -0.5) == math.inf
+    assert rel_change(-0.5, -0.25) == 1.0
     assert rel_change(0.5, 0.5) == 0.0
     assert rel_change(math.nan, math.nan) == 0.0
     assert rel_change(math.inf, math.inf) == 0.0
@@ -443,7 +451,7 @@ def test_checkpoint_side_follows_the_platform_of_the_scales_file(tmp_path: Path)
     forced = invoke("diff", str(doc), str(ckpt), "--json", "--platform", "ocp")
     parsed = json.loads(forced.stdout)
     assert parsed["settings_differ"] == ["platform"]
-    assert parsed["layers"][0]["scales"]["k_scale"]["rel_change"] == 0.5
+    assert parsed["layers"][0]["scales"]["k_scale"]["rel_change"] == 1.0  # 0.5 vs 0.25: 2x
     human = invoke("diff", str(doc), str(ckpt), "--platform", "ocp")
     assert "platform differs: A fnuz, B ocp" in human.stdout
 
@@ -543,7 +551,7 @@ def test_negative_threshold_is_a_usage_error(pair_126: tuple[Path, Path]) -> Non
 
 def test_core_api_returns_dataclasses(pair_126: tuple[Path, Path]) -> None:
     a, b = pair_126
-    result = diff_paths(a, b, InspectOptions(), 0.2)
+    result = diff_paths(a, b, EngineOptions(), 0.2)
     assert [layer.name for layer in result.layers if layer.status == "changed"] == [L.format(77)]
     assert result.largest is not None and result.largest[0].name == L.format(77)
     assert not result.ok

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kvscale.errors import KVScaleError, SafetensorsFormatError
-from kvscale.safetensors_io import parse_header, read_header
+from kvscale.io.safetensors import parse_header, read_header
 
 
 def _load_fuzz_module() -> ModuleType:

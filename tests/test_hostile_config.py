@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from kvscale.engine.config import find_quant_config, parse_model_shape
+from kvscale.engine.vllm import VLLM
 from kvscale.errors import ConfigError, KVScaleError, LimitExceededError
-from kvscale.model_config import parse_model_shape, parse_quant_config
 
 CONFIG = r"/ckpt/config\.json: "
 HF_QUANT = r"/ckpt/hf_quant_config\.json: "
@@ -455,7 +456,7 @@ QUANT_KEYS = [
 
 def _parse_all(config: dict[str, Any]) -> None:
     parse_model_shape(config, "/x/config.json")
-    parse_quant_config(config, None, "/x/config.json")
+    VLLM.quant_config(find_quant_config(config, None, "/x/config.json"))
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -487,12 +488,12 @@ def test_every_quantization_config_type(ckpt_kit: SimpleNamespace, method: str, 
 
 
 def test_messages_name_the_full_path(ckpt_kit: SimpleNamespace) -> None:
-    """open_checkpoint validates types with the real path; later parses cannot differ."""
-    from kvscale.checkpoint import open_checkpoint
+    """Config types are validated with the real path of config.json."""
+    from kvscale.inspect import inspect_checkpoint
 
     directory = ckpt_kit.make(config=ckpt_kit.ct_config(2, num_hidden_layers="2"))
     with pytest.raises(ConfigError) as excinfo:
-        open_checkpoint(directory)
+        inspect_checkpoint(directory)
     assert excinfo.value.path == str(directory / "config.json")
 
 

@@ -18,9 +18,9 @@ from typing import Any, NamedTuple
 import pytest
 from typer.testing import CliRunner
 
-from kvscale.checkpoint import open_checkpoint
 from kvscale.cli import app
 from kvscale.errors import CheckpointLayoutError
+from kvscale.io.checkpoint import open_checkpoint
 
 INDEX = "model.safetensors.index.json"
 SHARD1 = "model-00001-of-00002.safetensors"

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from kvscale.errors import KVScaleError, LimitExceededError, SafetensorsFormatError
-from kvscale.safetensors_io import read_header, read_tensor_bytes
+from kvscale.io.safetensors import read_header, read_tensor_bytes
 
 K = "model.layers.0.self_attn.k_scale"
 V = "model.layers.0.self_attn.v_scale"
@@ -763,7 +763,8 @@ def test_giga_scale_is_never_read(
     ckpt_kit: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The 10**9-element scale costs neither time nor memory: no read larger than the header."""
-    from kvscale.inspect import InspectOptions, inspect_checkpoint
+    from kvscale.inspect import inspect_checkpoint
+    from kvscale.options import EngineOptions
 
     path = giga_scale("fp8")(ckpt_kit)
     reads: list[int] = []
@@ -777,7 +778,7 @@ def test_giga_scale_is_never_read(
     tracemalloc.start()
     start = time.monotonic()
     try:
-        report = inspect_checkpoint(path, InspectOptions(kv_cache_dtype="fp8"))
+        report = inspect_checkpoint(path, EngineOptions(kv_cache_dtype="fp8"))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

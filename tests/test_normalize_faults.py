@@ -31,11 +31,11 @@ from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.errors import OutputError
+from kvscale.io.staging import WriteOptions, _start_time, clean_stale
+from kvscale.io.staging import inside as _inside
 from kvscale.normalize import (
     NormalizeOptions,
     ProgressUpdate,
-    _inside,
-    clean_stale,
     plan_normalize,
     write_plan,
 )
@@ -350,7 +350,9 @@ def test_existing_output_survives_failed_force(
 
 
 def _run_with_fault(src: Path, out: Path, fault: Any, *, at_bytes: int, workers: int = 0) -> Any:
-    plan = plan_normalize(src, out, NormalizeOptions(checkpoint=True, workers=workers))
+    plan = plan_normalize(
+        src, out, NormalizeOptions(checkpoint=True, write=WriteOptions(workers=workers))
+    )
     fired = {"done": False}
 
     def progress(event: ProgressUpdate) -> None:
@@ -370,6 +372,7 @@ def test_output_directory_vanishes(big: Any, tmp_path: Path, at_mb: int) -> None
     dest = tmp_path / "dest"
     dest.mkdir()
     out = dest / "out"
+
     def vanish() -> None:
         # Copy threads may still create files while the tree goes; a plain rmtree can then fail
         # with ENOTEMPTY inside the fault itself, so remove until the directory is gone.
@@ -411,7 +414,9 @@ def test_output_turns_read_only_real(big: Any, small_fs: Path) -> None:
         subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
 
     try:
-        plan = plan_normalize(src_small, out, NormalizeOptions(checkpoint=True, workers=1))
+        plan = plan_normalize(
+            src_small, out, NormalizeOptions(checkpoint=True, write=WriteOptions(workers=1))
+        )
         files_seen = {"n": 0}
 
         def progress(event: ProgressUpdate) -> None:
@@ -434,7 +439,7 @@ def test_output_turns_read_only_simulated(
     big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str
 ) -> None:
     src, src_digest, _ = big
-    import kvscale.safetensors_write as sw
+    import kvscale.io.safetensors_write as sw
 
     real = sw.open_new
     calls = {"n": 0}
@@ -501,6 +506,7 @@ def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "escape").exists()
     written = {str(p.relative_to(tmp_path / "o")) for p in (tmp_path / "o").rglob("*")}
     assert written == {
+        ".kvscale-manifest.json",
         "kv_scales.json",
         "kv_scales.safetensors",
         "checkpoint",
@@ -513,12 +519,16 @@ def test_clean_stale_only_removes_dead_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f".out.kvscale-tmp-{dead.pid}-abc"
-    live = tmp_path / f".out.kvscale-tmp-{os.getpid()}-def"
-    other = tmp_path / ".other.kvscale-tmp-1-x"
-    for p in (stale, live, other):
+    me = f"{os.getpid()}-{_start_time(os.getpid())}"
+    stale = tmp_path / f".out.kvscale-tmp-{dead.pid}-0-abc"
+    live = tmp_path / f".out.kvscale-tmp-{me}-def"
+    other = tmp_path / ".other.kvscale-tmp-1-0-x"
+    # In a container kvscale often runs as PID 1 in every run: a live pid whose start time
+    # differs is an earlier process, and its staging directory is stale.
+    reused = tmp_path / f".out.kvscale-tmp-{os.getpid()}-1-ghi"
+    for p in (stale, live, other, reused):
         p.mkdir()
-    assert clean_stale(out) == [stale]
+    assert sorted(clean_stale(out)) == sorted([stale, reused])
     assert live.exists() and other.exists()
 
 
@@ -526,14 +536,14 @@ def test_commit_refused_simulated(
     big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The final rename fails (parent made read-only as a non-root user): staging is removed."""
-    import kvscale.normalize as nz
+    import kvscale.io.staging as nz
 
     src, _, _ = big
 
     def refuse(*args: Any, **kwargs: Any) -> bool:
         raise OSError(errno.EACCES, "Permission denied", str(tmp_path / "out"))
 
-    monkeypatch.setattr(nz, "_renameat2", refuse)
+    monkeypatch.setattr(nz, "renameat2", refuse)
     monkeypatch.setattr(os, "rename", refuse)
     result = runner.invoke(app, ["normalize", str(src), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output

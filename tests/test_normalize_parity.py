@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from kvscale.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
+from kvscale.options import EngineOptions
 
 PARITY = Path(__file__).resolve().parent / "parity"
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
@@ -61,9 +62,11 @@ def _index(name: str) -> int | None:
 def _normalize(case: dict[str, Any], src: Path, out: Path, platform: str) -> NormalizePlan:
     opts = case["options"]
     options = NormalizeOptions(
-        kv_cache_dtype=opts["kv_cache_dtype"],
-        platform=platform,
-        model_dtype=opts["model_dtype"],
+        engine=EngineOptions(
+            kv_cache_dtype=opts["kv_cache_dtype"],
+            platform=platform,
+            model_dtype=opts["model_dtype"],
+        ),
         checkpoint=True,
         force=True,
     )
@@ -97,9 +100,12 @@ def _compare(
 
 def _inspect_values(path: Path, kv: str, platform: str, model_dtype: str) -> list[Any]:
     from kvscale.floats import encode_json_value
-    from kvscale.inspect import InspectOptions, inspect_checkpoint
+    from kvscale.inspect import inspect_checkpoint
+    from kvscale.options import EngineOptions
 
-    rep = inspect_checkpoint(path, InspectOptions(kv, platform, model_dtype))
+    rep = inspect_checkpoint(
+        path, EngineOptions(kv_cache_dtype=kv, platform=platform, model_dtype=model_dtype)
+    )
     return [
         (
             layer.name,

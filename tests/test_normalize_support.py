@@ -19,8 +19,9 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
-from kvscale.inspect import InspectOptions, ScaleReport, inspect_checkpoint
-from kvscale.safetensors_io import read_header
+from kvscale.inspect import ScaleReport, inspect_checkpoint
+from kvscale.io.safetensors import read_header
+from kvscale.options import EngineOptions
 
 P = "model.layers.{}.self_attn"
 
@@ -397,7 +398,9 @@ def same(a: Any, b: Any) -> bool:
 
 
 def report(path: Path, kv: str, platform: str, model_dtype: str | None = None) -> ScaleReport:
-    return inspect_checkpoint(path, InspectOptions(kv, platform, model_dtype))
+    return inspect_checkpoint(
+        path, EngineOptions(kv_cache_dtype=kv, platform=platform, model_dtype=model_dtype)
+    )
 
 
 def values(layer: Any) -> tuple[Any, ...]:

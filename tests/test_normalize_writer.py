@@ -1,4 +1,4 @@
-"""``kvscale.safetensors_write``: deterministic layouts and the byte-copying primitives."""
+"""``kvscale.io.safetensors_write``: deterministic layouts and the byte-copying primitives."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import kvscale.safetensors_write as sw
-from kvscale.safetensors_io import read_header
+import kvscale.io.safetensors_write as sw
+from kvscale.io.safetensors import read_header
 
 
 def _src(tmp_path: Path) -> Path:

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kvscale import _output
-from kvscale._output import error_line, safe_text, sanitize, warning_line, write_json
 from kvscale.cli import app
+from kvscale.cli.output import Output
 from kvscale.errors import InputError
+from kvscale.render.escape import safe_text, sanitize
 
 HOSTILE = "\x1b[31m[k_scale][bold]x[/]\r\u202e\x07\x9b2J\x00\u2028"
 """ESC + SGR, rich markup (a tag, a name in brackets, a closing tag), CR, a bidi override, BEL,
@@ -151,7 +151,7 @@ def test_hostile_directory_name(ckpt_kit: SimpleNamespace) -> None:
 
 
 def test_hostile_metadata_is_kept_exactly(ckpt_kit: SimpleNamespace) -> None:
-    from kvscale.safetensors_io import read_header
+    from kvscale.io.safetensors import read_header
 
     metadata = {f"key{HOSTILE}": f"[bold]{HOSTILE}", "format": "pt"}
     path = ckpt_kit.write(ckpt_kit.tmp / "m.safetensors", {"a": _zeros()}, metadata)
@@ -201,8 +201,8 @@ def test_error_line_survives_an_ascii_terminal(monkeypatch: pytest.MonkeyPatch) 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
     monkeypatch.setattr(sys, "stderr", stream)
-    error_line(f"/data/模型/é{HOSTILE}: broken")
-    warning_line("naïve")
+    Output().error(f"/data/模型/é{HOSTILE}: broken")
+    Output().warning("naïve")
     stream.flush()
     text = raw.getvalue().decode("ascii")
     assert text.count("\n") == 2
@@ -215,7 +215,7 @@ def test_one_line_even_when_the_message_holds_newlines() -> None:
     buffer = io.StringIO()
     real, sys.stderr = sys.stderr, buffer
     try:
-        error_line(exc.one_line())
+        Output().error(exc.one_line())
     finally:
         sys.stderr = real
     assert buffer.getvalue().count("\n") == 1
@@ -223,7 +223,7 @@ def test_one_line_even_when_the_message_holds_newlines() -> None:
 
 def test_write_json_is_exact_and_ascii(capsys: pytest.CaptureFixture[str]) -> None:
     document = {"name": HOSTILE, "lone": "\udcff", "emoji": "😀", HOSTILE: [HOSTILE]}
-    write_json(document)
+    Output().json(document)
     out = capsys.readouterr().out
     assert out.isascii() and out.endswith("}\n")
     assert json.loads(out) == document
@@ -233,8 +233,7 @@ def test_consoles_tolerate_narrow_encodings(monkeypatch: pytest.MonkeyPatch) -> 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="latin-1", errors="strict")
     monkeypatch.setattr(sys, "stdout", stream)
-    console = _output.stdout_console()
-    console.print(safe_text("模型 é"))
+    Output().render([safe_text("模型 é")])
     stream.flush()
     assert "\\u6a21\\u578b é" in raw.getvalue().decode("latin-1")
 

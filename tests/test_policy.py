@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.errors import UsageError
+from kvscale.options import EngineOptions
 from kvscale.policy import (
     Policy,
     PolicyFile,
@@ -125,9 +126,7 @@ def test_kvscale_toml_top_level_keys(tmp_path: Path) -> None:
             fail_on=frozenset({"coverage-gap"}),
             allow=frozenset({"precision-lost", "scale-missing"}),
         ),
-        kv_cache_dtype="fp8",
-        platform="fnuz",
-        model_dtype="bf16",
+        options=EngineOptions(kv_cache_dtype="fp8", platform="fnuz", model_dtype="bfloat16"),
         max_rel_change=0.05,
     )
 
@@ -137,7 +136,7 @@ def test_pyproject_tool_table(tmp_path: Path) -> None:
     path.write_text('[project]\nname = "x"\n\n[tool.kvscale]\nallow = ["precision-lost"]\n')
     loaded = load_policy_file(path)
     assert loaded.policy == Policy(allow=frozenset({"precision-lost"}))
-    assert loaded.kv_cache_dtype is None and loaded.max_rel_change is None
+    assert loaded.options == EngineOptions() and loaded.max_rel_change is None
 
 
 def test_pyproject_without_table_is_an_error_when_named(tmp_path: Path) -> None:
@@ -160,9 +159,10 @@ def test_pyproject_without_table_is_an_error_when_named(tmp_path: Path) -> None:
         ("fail_on = 3\n", r"kvscale.toml: fail_on must be a list"),
         ('strict = "yes"\n', r"kvscale.toml: strict must be true or false"),
         ('allow = ["scale-zero"]\nfail_on = ["scale-zero"]\n', r"scale-zero in both"),
-        ('kv_cache_dtype = "fp9"\n', r"kvscale.toml: unknown kv_cache_dtype 'fp9'"),
-        ('platform = "tpu"\n', r"kvscale.toml: unknown platform 'tpu'"),
-        ('model_dtype = "int4"\n', r"kvscale.toml: unknown model dtype 'int4'"),
+        ('kv_cache_dtype = "fp9"\n', r"kvscale.toml: kv_cache_dtype: unknown KV-cache dtype 'fp9'"),
+        ('platform = "tpu"\n', r"kvscale.toml: platform: unknown platform 'tpu'"),
+        ('model_dtype = "int4"\n', r"kvscale.toml: model_dtype: unknown model dtype 'int4'"),
+        ('engine = "tgi"\n', r"kvscale.toml: engine: unknown engine 'tgi'"),
         ("max_rel_change = -1\n", r"kvscale.toml: max_rel_change must be a finite number >= 0"),
         ("max_rel_change = nan\n", r"kvscale.toml: max_rel_change must be a finite number >= 0"),
         ("max_rel_change = true\n", r"kvscale.toml: max_rel_change must be a number"),

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from kvscale.conventions import Convention
-from kvscale.model_config import EnginePath
-from kvscale.resolve import EngineSettings, Rule, ScaleSource, resolve_layer
+from kvscale.engine.base import EnginePath, EngineSettings, Rule, ScaleSource
+from kvscale.engine.vllm.rules import resolve_layer
 
 LAYER = "model.layers.0.self_attn.attn"
 

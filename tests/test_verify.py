@@ -137,7 +137,7 @@ def _normalize_output(
 def test_normalize_output_target_agrees(tmp_path: Path) -> None:
     out = _normalize_output(tmp_path / "out", [0.5], 0.5)
     result = verify_target(out, VerifyOptions(tokens=64))
-    assert result.target_kind == "normalize-output" and result.host_device_agree and result.ok
+    assert result.target_kind == "scales-output" and result.host_device_agree and result.ok
 
 
 def test_host_device_disagreement_fails(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvscale.errors import EnvironmentMissingError, UsageError
+
 __all__ = [
     "E4M3FN",
     "E4M3FNUZ",
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-class KVCacheDtypeError(ValueError):
+class KVCacheDtypeError(UsageError, ValueError):
     """Base class for problems with a KV-cache dtype string or its format."""
 
 
@@ -41,8 +43,8 @@ class UnknownKVCacheDtypeError(KVCacheDtypeError):
         super().__init__(f"unknown kv_cache_dtype {kv_cache_dtype!r}; expected one of: {known}")
 
 
-class UnsupportedOnDeviceError(KVCacheDtypeError):
-    """The format is known but the device or backend at hand cannot write it."""
+class UnsupportedOnDeviceError(EnvironmentMissingError, KVCacheDtypeError):
+    """The format is known but the device or backend at hand cannot write it (exit 3)."""
 
 
 @dataclass(frozen=True)

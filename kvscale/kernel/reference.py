@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kvscale.errors import UsageError
 from kvscale.kernel.formats import FP8Format, KVCacheDtype, resolve_kv_cache_dtype
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 _INPUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-class CacheWriteArgumentError(ValueError):
+class CacheWriteArgumentError(UsageError, ValueError):
     """Shapes, dtypes, strides or devices that the cache write does not accept."""
 
 

@@ -8,9 +8,7 @@ Triton kernel, and why:
 
 * ``tl.math.div_rn`` instead of ``/``: Triton lowers an fp32 ``/`` to ``div.full.f32``, an
   approximate divide (2 ulp), which can move a value across an fp8 rounding boundary. ``div_rn``
-  is ``div.rn.f32``, the IEEE division the CUDA kernel and the reference use. (An opt-in
-  ``KernelConfig(fast_div=True)`` computes the same quotient with a reciprocal and two exact FMA
-  corrections; measured no faster at the sizes that matter, so it is not the default.)
+  is ``div.rn.f32``, the IEEE division the CUDA kernel and the reference use.
 * A tile of whole tokens x whole heads, 1024 elements and 16 per thread (2 warps): the engine
   kernel gives 16 warps a 1024-element row (2 elements per thread, 4-byte loads), which is most of
   its gap to copy bandwidth. K/V loads do not wait on the slot load: padding is masked at the store.
@@ -34,6 +32,7 @@ from typing import Any
 
 import torch
 
+from kvscale.errors import EnvironmentMissingError
 from kvscale.kernel.formats import UnsupportedOnDeviceError
 from kvscale.kernel.reference import (
     CacheWriteArgumentError,
@@ -60,7 +59,7 @@ _MODE_E5M2 = 2
 _FORMAT_MODE = {"e4m3fn": _MODE_E4M3, "e5m2": _MODE_E5M2}
 
 
-class TritonUnavailableError(RuntimeError):
+class TritonUnavailableError(EnvironmentMissingError, RuntimeError):
     """Triton (or a CUDA device for it) is not available for the GPU cache write."""
 
 
@@ -92,7 +91,6 @@ def _cache_write_kernel(
     BLOCK_T: tl.constexpr,  # tokens per program
     BLOCK_H: tl.constexpr,  # heads per program (power of two)
     BLOCK_D: tl.constexpr,  # next power of two >= HEAD_SIZE
-    FAST_DIV: tl.constexpr,  # opt-in: reciprocal + two exact FMA corrections instead of div.rn
     STREAMING: tl.constexpr,  # evict-first hints (measured 7% slower on the H200: off)
 ):
     EVEN: tl.constexpr = (NUM_HEADS % BLOCK_H == 0) and (HEAD_SIZE == BLOCK_D)
@@ -142,7 +140,6 @@ def _cache_write_kernel(
         kq = k
         vq = v
     else:
-        h_base = tl.program_id(1) * BLOCK_H
         if K_PER_HEAD:
             ks = tl.load(k_scale_ptr + hh, mask=hh < NUM_HEADS, other=1.0)[None, :, None]
         else:
@@ -154,66 +151,10 @@ def _cache_write_kernel(
         kf = k.to(tl.float32)
         vf = v.to(tl.float32)
         # y = x / scale must be the IEEE quotient (div.rn.f32); Triton's '/' is div.full.f32,
-        # an approximation. The default is div.rn itself: the kernel is bound by memory, and
-        # on the H200 div.rn measured as fast as the alternative below (KERNEL_NOTES.md).
-        # FAST_DIV (opt-in) computes the same correctly rounded quotient in 5 FP ops:
-        # r = RN(1/s) once per program, q0 = x*r, then two remainder corrections
-        # q' = fma(x - s*q, r, q) whose remainders the FMA computes exactly (Markstein's
-        # theorem; the same two steps as the fast path of NVIDIA's own div.rn.f32). That
-        # needs normal, finite intermediates, so it is used only for scales in [2^-32, 2^32]
-        # (else: div.rn for the whole tile), and per element only while 2^-32 <= |q0| < 2^24;
-        # outside that band q0 itself is stored: fp8 turns it into a signed zero or +-max
-        # exactly as it does the true quotient, q0 carries the quotient's sign (-0.0 too),
-        # and NaN/inf inputs stay NaN/inf. Checked with an exact FMA emulation on 2e7 random,
-        # tie and special cases (benchmarks/KERNEL_NOTES.md) and on the GPU against the
-        # reference.
-        if FAST_DIV:
-            if K_PER_HEAD:
-                # One uniform decision per program: all of its heads' scales in the band.
-                # Unrolled scalar loads (L1 hits) rather than a reduction, which Triton's CPU
-                # interpreter cannot run from a kernel built outside interpret mode.
-                ks_ok = h_base >= 0
-                for i in tl.static_range(BLOCK_H):
-                    ks_i = tl.abs(
-                        tl.load(k_scale_ptr + h_base + i, mask=h_base + i < NUM_HEADS, other=1.0)
-                    )
-                    ks_ok = ks_ok & (ks_i >= 2.3283064365386963e-10) & (ks_i <= 4294967296.0)
-            else:
-                ks_ok = (tl.abs(ks) >= 2.3283064365386963e-10) & (tl.abs(ks) <= 4294967296.0)
-            if ks_ok:
-                kr = tl.math.div_rn(1.0, ks)
-                kq0 = kf * kr
-                krem = tl.fma(-ks, kq0, kf)
-                kq1 = tl.fma(krem, kr, kq0)
-                krem = tl.fma(-ks, kq1, kf)
-                kq2 = tl.fma(krem, kr, kq1)
-                ka = tl.abs(kq0)
-                ky = tl.where((ka >= 2.3283064365386963e-10) & (ka < 16777216.0), kq2, kq0)
-            else:
-                ky = tl.math.div_rn(kf, ks)
-            if V_PER_HEAD:  # as for K
-                vs_ok = h_base >= 0
-                for i in tl.static_range(BLOCK_H):
-                    vs_i = tl.abs(
-                        tl.load(v_scale_ptr + h_base + i, mask=h_base + i < NUM_HEADS, other=1.0)
-                    )
-                    vs_ok = vs_ok & (vs_i >= 2.3283064365386963e-10) & (vs_i <= 4294967296.0)
-            else:
-                vs_ok = (tl.abs(vs) >= 2.3283064365386963e-10) & (tl.abs(vs) <= 4294967296.0)
-            if vs_ok:
-                vr = tl.math.div_rn(1.0, vs)
-                vq0 = vf * vr
-                vrem = tl.fma(-vs, vq0, vf)
-                vq1 = tl.fma(vrem, vr, vq0)
-                vrem = tl.fma(-vs, vq1, vf)
-                vq2 = tl.fma(vrem, vr, vq1)
-                va = tl.abs(vq0)
-                vy = tl.where((va >= 2.3283064365386963e-10) & (va < 16777216.0), vq2, vq0)
-            else:
-                vy = tl.math.div_rn(vf, vs)
-        else:
-            ky = tl.math.div_rn(kf, ks)
-            vy = tl.math.div_rn(vf, vs)
+        # an approximation. div.rn measured as fast as a reciprocal-and-correct scheme on the
+        # H200 at every size (the kernel is bound by memory; benchmarks/KERNEL_NOTES.md).
+        ky = tl.math.div_rn(kf, ks)
+        vy = tl.math.div_rn(vf, vs)
         # fp32 -> fp8 lowers to cvt.rn.satfinite.{e4m3,e5m2}x2.f32 on sm_89+: round to nearest
         # even, saturate to the finite max (inf too), NaN stays NaN. The caches are uint8 storage.
         if MODE == 1:
@@ -285,7 +226,6 @@ class KernelConfig:
     block_t: int
     block_h: int
     num_warps: int
-    fast_div: bool = False
     streaming: bool = False
 
 
@@ -341,7 +281,6 @@ def _constexprs(
         "BLOCK_T": config.block_t,
         "BLOCK_H": config.block_h,
         "BLOCK_D": _next_pow2(key.shape[2]),
-        "FAST_DIV": config.fast_div,
         "STREAMING": config.streaming,
     }
 

@@ -12,25 +12,22 @@ Grouping: one annotation per problem code and level (its first layers and messag
 one per problem. GitHub shows only the first 10 error and 10 warning annotations of a step, and
 a broken checkpoint easily has a problem in each of 126 layers.
 
-Hardening: the runner also executes a command found in any *other* output line: a line that
-starts with ``::`` after leading whitespace, or that contains ``##[`` anywhere (the legacy
-syntax). Checkpoint-controlled names appear in kvscale's human output, so ``neutralize`` rewrites
-those sequences in it (``\\x3a:`` and ``\\x23#[``, the escape style ``sanitize`` uses).
+Hardening: the runner also executes a command found in any *other* output line (a line that
+starts with ``::``, or holds ``##[``); ``kvscale.render.escape.neutralize`` defuses those in
+every line the CLI's ``Output`` emits, except these annotations.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 
-from kvscale._output import sanitize
 from kvscale.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem, Severity
+from kvscale.render.escape import sanitize
 
 MAX_LINES_PER_ANNOTATION = 10
 
@@ -68,28 +65,6 @@ def command_line(
     head = f"::{level}" + (" " + ",".join(props) if props else "")
     lines = [sanitize(line) for line in message.split("\n")]
     return f"{head}::{escape_data(chr(10).join(lines))}"
-
-
-_LINE_START_COMMAND = re.compile(r"^(\s*):(?=:)", re.MULTILINE)
-
-
-def neutralize(text: str) -> str:
-    """Human output that cannot trigger a workflow command, whatever the checkpoint names hold."""
-    text = _LINE_START_COMMAND.sub(lambda m: m.group(1) + "\\x3a", text)
-    return text.replace("##[", "\\x23#[")
-
-
-def write_stdout_human(text: str) -> None:
-    """Write rendered human output to stdout, neutralized (see module docstring)."""
-    sys.stdout.write(neutralize(text))
-    sys.stdout.flush()
-
-
-def emit(lines: Iterable[str]) -> None:
-    """Annotations go to stderr (see module docstring)."""
-    for line in lines:
-        sys.stderr.write(line + "\n")
-    sys.stderr.flush()
 
 
 def workspace_relative(path: str, environ: Mapping[str, str] | None = None) -> str:
@@ -146,7 +121,7 @@ def inspect_annotations(
     order = sorted(groups, key=lambda key: (key[0] != "error", key[1]))
     for level, code in order:
         items = groups[(level, code)]
-        layers = list(dict.fromkeys(p.layer for p in items if p.layer))
+        layers = list(dict.fromkeys(name for p in items for name in (p.layer, *p.layers) if name))
         title = f"kvscale {code}"
         if len(layers) > 1:
             title += f" in {len(layers)} layers"

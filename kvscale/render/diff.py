@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale._output import safe_text, sanitize
-from kvscale.diff import KINDS, DiffResult, LayerDiff, ScaleSet, ScaleValue, ValueChange
+from kvscale.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
+from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.floats import encode_json_value, format_value
 from kvscale.render._common import layer_labels
+from kvscale.render.escape import safe_text, sanitize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -64,7 +66,13 @@ def _layer_json(layer: LayerDiff, failures: dict[str, list[str]]) -> dict[str, A
     }
 
 
-def diff_json(result: DiffResult) -> dict[str, Any]:
+def failure_lines(result: DiffResult) -> list[str]:
+    """``--quiet``: one line per gate failure, then the summary."""
+    lines = [f"fail {f.rule} {f.layer.removesuffix('.attn')}: {f.message}" for f in result.failures]
+    return [*lines, summary_line(result)]
+
+
+def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -> dict[str, Any]:
     """The ``kvscale.diff/1`` document: every layer of both sides, the gate and a summary."""
     by_layer: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
@@ -101,6 +109,8 @@ def diff_json(result: DiffResult) -> dict[str, Any]:
             },
         },
         "ok": result.ok,
+        "policy_file": (applied or {}).get("policy_file"),
+        "options": (applied or {}).get("options", {}),
     }
 
 
@@ -170,14 +180,15 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
             title.append(" (layer N = ")
             title.append_text(safe_text(template))
             title.append(")")
-        table = Table(title=title, title_justify="left", pad_edge=False)
+        out.append(title)
+        table = Table(pad_edge=False)
         table.add_column(
-            "N" if template else "layer", overflow="fold", justify="right" if template else "left"
+            "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
         )
         table.add_column("status", no_wrap=True)
         table.add_column("rule", no_wrap=True)
         for kind in KINDS:
-            table.add_column(kind.removesuffix("_scale"), overflow="fold")
+            table.add_column(kind.removesuffix("_scale"), no_wrap=True)
         table.add_column("max rel", justify="right", no_wrap=True)
         status_style = {"changed": "yellow", "added": "cyan", "lost": "bold red"}
         for label, layer in zip(labels, shown, strict=True):

@@ -1,18 +1,19 @@
-"""Render a ``ScaleReport``: the ``kvscale.inspect/1`` JSON document and the people's table."""
+"""Render a ``ScaleReport``: the ``kvscale.inspect/1`` JSON document and the people's view."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale._output import safe_text, sanitize
+from kvscale.engine.base import ResolvedLayer, Rule, ScaleSource
 from kvscale.floats import encode_json_value, format_value
 from kvscale.inspect import ScaleReport
+from kvscale.policy import Policy
 from kvscale.problems import Problem, Severity
 from kvscale.render._common import layer_labels
-from kvscale.resolve import ResolvedLayer, Rule, ScaleSource
+from kvscale.render.escape import safe_text, sanitize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -30,7 +31,7 @@ KIND_ORDER = (
 
 
 def _source_json(src: ScaleSource) -> dict[str, Any]:
-    return {**src.to_json(), "producer": src.convention.producer}
+    return {**src.to_json(), "producer": src.made_by.text}
 
 
 def layer_json(layer: ResolvedLayer) -> dict[str, Any]:
@@ -49,12 +50,20 @@ def layer_json(layer: ResolvedLayer) -> dict[str, Any]:
 
 
 def inspect_json(
-    report: ScaleReport, failing: Sequence[Problem] | None = None, *, strict: bool = False
+    report: ScaleReport,
+    failing: Sequence[Problem] | None = None,
+    policy: Policy | None = None,
+    applied: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
-    """The ``kvscale.inspect/1`` document; ``ok`` is false when the run exits non-zero."""
+    """The ``kvscale.inspect/1`` document; ``ok`` is false when the run exits non-zero.
+
+    ``applied``: which policy file and options were applied (``RunSettings.applied``).
+    """
     failing = list(report.errors) if failing is None else list(failing)
     failing_ids = {id(p) for p in failing}
     rules = Counter(layer.rule.value for layer in report.layers)
+    applied = applied or {}
+    rounding = report.rounding
     return {
         "schema": SCHEMA,
         "checkpoint": report.checkpoint,
@@ -71,7 +80,17 @@ def inspect_json(
         "model_dtype_source": report.model_dtype_source,
         "layout": report.layout,
         "files": list(report.files),
-        "strict": strict,
+        "strict": bool(policy and policy.strict),
+        "engine": report.engine,
+        "policy_file": applied.get("policy_file"),
+        "options": applied.get("options", report.options.chosen()),
+        "rounding": None
+        if rounding is None
+        else {
+            "dtype": rounding.dtype,
+            "values": rounding.values,
+            "max_rel_change": rounding.max_rel_change,
+        },
         "unmapped": [
             {"tensor": u.tensor, "file": u.file, "engine_name": u.engine_name, "reason": u.reason}
             for u in report.unmapped
@@ -102,8 +121,8 @@ def _short_layer(name: str) -> str:
 
 
 def _sources_text(layer: ResolvedLayer) -> str:
-    conventions = sorted({src.convention.value for src in layer.sources.values()})
-    return ", ".join(conventions) if conventions else "-"
+    labels = sorted({src.made_by.label for src in layer.sources.values()})
+    return ", ".join(labels) if labels else "-"
 
 
 def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
@@ -113,63 +132,95 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
     if report.kv_cache_dtype_requested == "auto":
         kv += " (auto)"
     verdict = "FAIL" if failing else "OK"
+    engine = report.engine
     return (
         f"{verdict}: {len(report.layers)} attention layers ({rule_text}); "
         f"{len(report.errors)} errors, {len(report.warnings)} warnings; "
+        f"{engine['name']} {engine['version']}, "
         f"quant_method {report.quant_method or 'none'}, engine path {report.engine_path.value}, "
         f"kv cache {kv}, model dtype {report.model_dtype}, platform {report.platform}"
     )
 
 
+def problem_lines(problems: Sequence[Problem]) -> list[str]:
+    """One line per problem (``--quiet``): severity, code, layer, message."""
+    out = []
+    for p in problems:
+        where = f" {_short_layer(p.layer)}" if p.layer else ""
+        out.append(f"{p.severity.value} {p.code}{where}: {p.message}")
+    return out
+
+
+def _layer_codes(report: ScaleReport) -> dict[str, list[Problem]]:
+    by_layer: dict[str, list[Problem]] = defaultdict(list)
+    for p in report.problems:
+        if p.layer is not None:
+            by_layer[p.layer].append(p)
+        for name in p.layers:
+            if name != p.layer:
+                by_layer[name].append(p)
+    return by_layer
+
+
 def inspect_renderables(
-    report: ScaleReport, failing: Sequence[Problem], *, max_problems_per_code: int = 3
+    report: ScaleReport,
+    failing: Sequence[Problem],
+    *,
+    table: bool = True,
+    max_problems_per_code: int = 3,
 ) -> list[RenderableType]:
-    """The table for people: one row per layer, then problems grouped by code, then a summary."""
+    """For people: a title line, one row per layer, problems grouped by code, a summary.
+
+    ``table=False`` (pre-commit's ``--files``): the title, problems and summary only.
+    """
     from rich.table import Table
     from rich.text import Text
-
-    problems_by_layer: dict[str | None, list[Problem]] = defaultdict(list)
-    for p in report.problems:
-        problems_by_layer[p.layer].append(p)
 
     template, labels = layer_labels([layer.name for layer in report.layers])
     title = Text("KV-cache scales of ")
     title.append_text(safe_text(report.checkpoint, "bold"))
-    if template:
+    if template and table:
         title.append(" (layer N = ")
         title.append_text(safe_text(template))
         title.append(")")
-    table = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
-    if any(isinstance(layer.k_scale, tuple) for layer in report.layers):
+    if table and any(isinstance(layer.k_scale, tuple) for layer in report.layers):
         title.append("; * = max over heads (the host value)")
-    table.add_column(
-        "N" if template else "layer",
-        overflow="fold",
-        justify="right" if template else "left",
-        no_wrap=bool(template),
-    )
-    for kind in ("k", "v", "q"):
-        table.add_column(kind, justify="right", no_wrap=True)
-    table.add_column("rule", no_wrap=True, min_width=8)
-    table.add_column("source", overflow="fold")
-    table.add_column("problems", no_wrap=True)
-    for label, layer in zip(labels, report.layers, strict=True):
-        codes = Counter(p.code for p in problems_by_layer.get(layer.name, []))
-        worst = any(p.severity is Severity.ERROR for p in problems_by_layer.get(layer.name, []))
-        problem_text = Text(
-            "\n".join(code if n == 1 else f"{code} x{n}" for code, n in codes.items()) or "-",
-            style="red" if worst else ("yellow" if codes else "dim"),
+    out: list[RenderableType] = [title]
+    if table and report.layers:
+        by_layer = _layer_codes(report)
+        show_prob = any(layer.prob_scale not in (None, 1.0) for layer in report.layers) or any(
+            "prob_scale" in layer.sources for layer in report.layers
         )
-        table.add_row(
-            safe_text(label),
-            format_value(layer.k_scale),
-            format_value(layer.v_scale),
-            format_value(layer.q_scale),
-            Text(layer.rule.value, style=_RULE_STYLE[layer.rule]),
-            _sources_text(layer),
-            problem_text,
+        grid = Table(show_lines=False, pad_edge=False)
+        grid.add_column(
+            "N" if template else "layer", justify="right" if template else "left", no_wrap=True
         )
-    out: list[RenderableType] = [table]
+        kinds = ("k", "v", "q", "prob") if show_prob else ("k", "v", "q")
+        for kind in kinds:
+            grid.add_column(kind, justify="right", no_wrap=True)
+        grid.add_column("rule", no_wrap=True, min_width=8)
+        grid.add_column("source", no_wrap=True)
+        grid.add_column("problems", no_wrap=True)
+        for label, layer in zip(labels, report.layers, strict=True):
+            items = by_layer.get(layer.name, [])
+            codes = Counter(p.code for p in items)
+            worst = any(p.severity is Severity.ERROR for p in items)
+            problem_text = Text(
+                "\n".join(code if n == 1 else f"{code} x{n}" for code, n in codes.items()) or "-",
+                style="red" if worst else ("yellow" if codes else "dim"),
+            )
+            values = [format_value(layer.k_scale), format_value(layer.v_scale)]
+            values.append(format_value(layer.q_scale))
+            if show_prob:
+                values.append(format_value(layer.prob_scale))
+            grid.add_row(
+                safe_text(label),
+                *values,
+                Text(layer.rule.value, style=_RULE_STYLE[layer.rule]),
+                _sources_text(layer),
+                problem_text,
+            )
+        out.append(grid)
 
     if report.problems:
         failing_ids = {id(p) for p in failing}
@@ -183,7 +234,7 @@ def inspect_renderables(
             style = "bold red" if severity == "error" else "yellow"
             lines.append(f"{severity} {code}", style=style)
             lines.append(f" ({len(items)})" if len(items) > 1 else "")
-            lines.append("" if fails else "  [does not fail the run]", style="dim")
+            lines.append("" if fails else "  (does not fail the run)", style="dim")
             lines.append("\n")
             for p in items[:max_problems_per_code]:
                 lines.append("  ")
@@ -198,10 +249,30 @@ def inspect_renderables(
                     style="dim",
                 )
         out.append(lines)
+    if report.rounding is not None:
+        r = report.rounding
+        out.append(
+            Text(
+                f"note: the engine rounds {r.values} checkpoint scale value(s) to {r.dtype} "
+                f"(largest relative change {r.max_rel_change:.2e}, within normal rounding)",
+                style="dim",
+            )
+        )
     out.append(
         Text(sanitize(summary_line(report, failing)), style="bold red" if failing else "bold green")
     )
     return out
+
+
+def total_line(summary: Mapping[str, int]) -> RenderableType:
+    from rich.text import Text
+
+    bad = summary["failed"] + summary["unreadable"]
+    return Text(
+        f"{'FAIL' if bad else 'OK'}: {summary['checkpoints']} checkpoints: "
+        f"{summary['passed']} pass, {summary['failed']} fail, {summary['unreadable']} unreadable",
+        style="bold red" if bad else "bold green",
+    )
 
 
 def _rank(items: list[Problem]) -> int:

@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvscale import __version__
-from kvscale._output import sanitize
+from kvscale.engine.base import ResolvedLayer, Rule
 from kvscale.errors import OutputError
 from kvscale.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem
-from kvscale.resolve import ResolvedLayer, Rule
+from kvscale.render.escape import sanitize
 
 MODEL_CLASSNAME = "checkpoint"
 
@@ -305,8 +305,9 @@ def junit_suite(
     by_case: dict[tuple[str, str], list[Problem]] = defaultdict(list)
     for p in report.problems:
         check = check_of(p.code)
-        owner = p.layer if p.layer is not None and p.layer in layer_names else MODEL_CLASSNAME
-        by_case[(owner, check)].append(p)
+        owners = [name for name in dict.fromkeys((p.layer, *p.layers)) if name in layer_names]
+        for owner in owners or [MODEL_CLASSNAME]:
+            by_case[(owner, check)].append(p)
 
     tests = failures = skipped = 0
 
@@ -402,5 +403,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
                 pass
 
 
-def write_junit(path: str | os.PathLike[str], suites: Sequence[ET.Element]) -> None:
+def write_junit(
+    path: str | os.PathLike[str],
+    suites: Sequence[ET.Element],
+    *,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+) -> None:
+    """Write the report (never onto, or into, one of the ``inputs``)."""
+    from kvscale.io.staging import check_not_input
+
+    check_not_input(Path(path), [Path(p) for p in inputs], "--junit")
     write_atomic(path, junit_document(suites))

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale._output import safe_text, sanitize
+from kvscale.engine.base import KINDS
 from kvscale.floats import format_value
-from kvscale.normalize import KINDS, NormalizePlan, NormalizeResult
+from kvscale.normalize import NormalizePlan, NormalizeResult
 from kvscale.problems import Problem
 from kvscale.render._common import layer_labels
+from kvscale.render.escape import safe_text, sanitize
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -23,7 +24,11 @@ def _problems(items: Sequence[Problem]) -> list[dict[str, object]]:
     return [p.to_json() for p in items]
 
 
-def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[str, Any]:
+def normalize_json(
+    plan: NormalizePlan,
+    result: NormalizeResult | None,
+    applied: Mapping[str, object] | None = None,
+) -> dict[str, Any]:
     """The summary for pipelines: what was (or would have been) written, sizes, digests."""
     rules = Counter(layer.rule for layer in plan.layers if not layer.skipped)
     report = plan.report
@@ -42,6 +47,7 @@ def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[
     return {
         "schema": SCHEMA,
         "checkpoint": plan.checkpoint,
+        "engine": report.engine,
         "out": str(plan.out),
         "written": result is not None,
         "replaced": bool(result and result.replaced),
@@ -49,7 +55,7 @@ def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[
         "kv_cache_dtype": plan.kv_cache_dtype,
         "kv_cache_dtype_requested": report.kv_cache_dtype_requested,
         "kv_cache_dtype_effective": report.kv_cache_dtype,
-        "platform": plan.options.platform,
+        "platform": plan.platform,
         "engine_path": report.engine_path.value,
         "quant_method": report.quant_method,
         "model_dtype": report.model_dtype,
@@ -72,6 +78,8 @@ def normalize_json(plan: NormalizePlan, result: NormalizeResult | None) -> dict[
         "warnings": _problems(plan.warnings),
         "problems": _problems(plan.blocking),
         "kvscale_version": __version__,
+        "policy_file": (applied or {}).get("policy_file"),
+        "options": (applied or {}).get("options", report.options.chosen()),
     }
 
 
@@ -92,22 +100,27 @@ def normalize_renderables(
     from rich.text import Text
 
     out: list[RenderableType] = []
-    title = Text("KV-cache scales written for ")
+    title = Text(
+        "KV-cache scales written for "
+        if result is not None
+        else "KV-cache scales normalize would write for "
+    )
     title.append_text(safe_text(plan.checkpoint, "bold"))
-    title.append(f" ({plan.options.platform}, kv cache {plan.kv_cache_dtype})")
+    title.append(f" ({plan.platform}, kv cache {plan.kv_cache_dtype})")
     template, labels = layer_labels([layer.name for layer in plan.layers])
     if template:
         title.append(" (layer N = ")
         title.append_text(safe_text(template))
         title.append(")")
-    table = Table(title=title, title_justify="left", pad_edge=False)
+    out.append(title)
+    table = Table(pad_edge=False)
     table.add_column(
-        "N" if template else "layer", overflow="fold", justify="right" if template else "left"
+        "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
     )
     for kind in KINDS:
         table.add_column(kind.removesuffix("_scale"), justify="right", no_wrap=True)
     table.add_column("rule", no_wrap=True)
-    table.add_column("checkpoint names", overflow="fold")
+    table.add_column("checkpoint names", no_wrap=True)
     for text, layer in zip(labels, plan.layers, strict=True):
         label = safe_text(text)
         if layer.skipped:
@@ -144,7 +157,13 @@ def normalize_renderables(
             line.append(" [replaced the previous output]")
         out.append(line)
     else:
-        out.append(Text(sanitize("nothing written"), style="bold red"))
+        out.append(
+            Text(
+                "nothing written: the problems above stop normalize (--force leaves those layers "
+                "as they are)",
+                style="bold red",
+            )
+        )
     return out
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale._output import safe_text, sanitize
 from kvscale.floats import encode_json_value
 from kvscale.render._common import layer_labels
+from kvscale.render.escape import safe_text, sanitize
 from kvscale.verify import KindStats, VerifyResult
 
 if TYPE_CHECKING:
@@ -31,10 +32,16 @@ def _stats_json(stats: KindStats | None) -> dict[str, Any] | None:
     }
 
 
-def verify_json(result: VerifyResult, *, ok: bool | None = None) -> dict[str, Any]:
+def verify_json(
+    result: VerifyResult,
+    *,
+    ok: bool | None = None,
+    applied: Mapping[str, object] | None = None,
+) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "target": result.target,
+        "engine": dict(result.engine),
         "device": result.device,
         "kernel": result.kernel,
         "host_device_agree": result.host_device_agree,
@@ -45,6 +52,7 @@ def verify_json(result: VerifyResult, *, ok: bool | None = None) -> dict[str, An
                 "v": _stats_json(layer.v),
                 "pass": layer.passed,
                 "error": layer.error,
+                "data": layer.data,
             }
             for layer in result.layers
         ],
@@ -57,6 +65,9 @@ def verify_json(result: VerifyResult, *, ok: bool | None = None) -> dict[str, An
         "tokens": result.tokens,
         "thresholds": dict(result.thresholds),
         "notes": list(result.notes),
+        "synthetic_layers": list(result.synthetic_layers),
+        "policy_file": (applied or {}).get("policy_file"),
+        "options": (applied or {}).get("options", dict(result.options)),
     }
 
 
@@ -64,14 +75,54 @@ def _pct(value: float) -> str:
     return f"{value:.3%}" if value else "0"
 
 
-def verify_renderables(result: VerifyResult) -> list[RenderableType]:
+def _kernel_text(result: VerifyResult) -> str:
+    bad = sum(
+        stats.mismatched_bytes or 0
+        for layer in result.layers
+        for stats in (layer.k, layer.v)
+        if stats is not None
+    )
+    if result.kernel is None:
+        return "kernel not run (no --gpu)"
+    if bad:
+        return f"kernel DIFFERS from the reference in {bad} bytes"
+    return "kernel bit-exact vs reference"
+
+
+def verdict_line(result: VerifyResult, *, strict: bool = False) -> str:
+    passed = sum(layer.passed for layer in result.layers)
+    limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
+    unverified = strict and result.kernel is None
+    verdict = "OK" if result.ok and not unverified else "FAIL"
+    line = (
+        f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); "
+        f"{_kernel_text(result)}; host/device scales "
+        f"{'agree' if result.host_device_agree else 'DISAGREE'}"
+    )
+    if unverified:
+        line += "; --strict needs the kernel to run: pass --gpu on a CUDA machine"
+    return line
+
+
+def verify_lines(result: VerifyResult, *, strict: bool = False) -> list[str]:
+    """``--quiet``: one line per failure, then the verdict."""
+    out = []
+    for layer in result.layers:
+        if layer.error is not None:
+            out.append(f"{layer.name}: the engine refuses this layer: {layer.error}")
+        for kind, stats in (("k", layer.k), ("v", layer.v)):
+            if stats is not None:
+                out.extend(f"{layer.name} {kind}: {reason}" for reason in stats.failures)
+    out.append(verdict_line(result, strict=strict))
+    return out
+
+
+def verify_renderables(result: VerifyResult, *, strict: bool = False) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
 
     template, labels = layer_labels([layer.name for layer in result.layers])
-    sources = sorted(
-        {s.data for layer in result.layers for s in (layer.k, layer.v) if s is not None}
-    )
+    sources = sorted({layer.data for layer in result.layers if layer.data is not None})
     title = Text("FP8 cache write of ")
     title.append_text(safe_text(result.target, "bold"))
     title.append(f" on {sanitize(result.device)} ({result.kv_cache_dtype} = {result.fp8_format}")
@@ -80,25 +131,19 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
         title.append("; layer N = ")
         title.append_text(safe_text(template))
     title.append(")")
-    table = Table(title=title, title_justify="left", pad_edge=False)
-    table.add_column("N" if template else "layer", overflow="fold", no_wrap=bool(template))
+    table = Table(pad_edge=False)
+    table.add_column("N" if template else "layer", no_wrap=True)
     table.add_column("", no_wrap=True)
     for column in ("scale", "absmax", "saturated", "underflow", "rel err", "bad bytes"):
         table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("data", no_wrap=True)
     table.add_column("result", no_wrap=True)
     for label, layer in zip(labels, result.layers, strict=True):
         if layer.k is None or layer.v is None:
             table.add_row(
-                safe_text(label),
-                "",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
+                safe_text(label), "", "-", "-", "-", "-", "-", "-", "-",
                 Text("REFUSED", style="bold red"),
-            )
+            )  # fmt: skip
             continue
         for kind, stats in (("k", layer.k), ("v", layer.v)):
             table.add_row(
@@ -110,9 +155,10 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
                 _pct(stats.underflow),
                 f"{stats.rel_rms_error:.4f}",
                 "-" if stats.mismatched_bytes is None else str(stats.mismatched_bytes),
+                stats.data,
                 Text("pass", style="green") if stats.passed else Text("FAIL", style="bold red"),
             )
-    out: list[RenderableType] = [table]
+    out: list[RenderableType] = [title, table]
     failures = Text()
     for layer in result.layers:
         if layer.error is not None:
@@ -130,26 +176,6 @@ def verify_renderables(result: VerifyResult) -> list[RenderableType]:
         out.append(failures)
     for note in result.notes:
         out.append(safe_text(f"note: {note}", "dim"))
-    passed = sum(layer.passed for layer in result.layers)
-    limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
-    verdict = "OK" if result.ok else "FAIL"
-    bad = sum(
-        stats.mismatched_bytes or 0
-        for layer in result.layers
-        for stats in (layer.k, layer.v)
-        if stats is not None
-    )
-    if result.kernel is None:
-        kernel = "kernel not run (no --gpu)"
-    elif bad:
-        kernel = f"kernel DIFFERS from the reference in {bad} bytes"
-    else:
-        kernel = "kernel bit-exact vs reference"
-    out.append(
-        Text(
-            f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); {kernel}; "
-            f"host/device scales {'agree' if result.host_device_agree else 'DISAGREE'}",
-            style="bold green" if result.ok else "bold red",
-        )
-    )
+    ok = result.ok and not (strict and result.kernel is None)
+    out.append(Text(verdict_line(result, strict=strict), style="bold green" if ok else "bold red"))
     return out

@@ -300,7 +300,7 @@ def reference_accepts(blob: bytes) -> bool:
 def check_file(blob: bytes, path: Path, *, differential: bool = True) -> str:
     """Run the oracle on one input; returns "accepted" or the refusal message."""
     from kvscale.errors import KVScaleError
-    from kvscale.safetensors_io import read_header
+    from kvscale.io.safetensors import read_header
 
     path.write_bytes(blob)
     start = time.monotonic()
@@ -391,7 +391,7 @@ def run_atheris(minutes: float, artifacts: Path, extra: list[str]) -> int:
         print("atheris is not installed: pip install atheris (or use --engine hypothesis)")
         return 2
     with atheris.instrument_imports():
-        import kvscale.safetensors_io  # noqa: F401 - instrumented for coverage feedback
+        import kvscale.io.safetensors  # noqa: F401 - instrumented for coverage feedback
 
     tmp = Path(tempfile.mkdtemp(prefix="kvscale-fuzz-"))
     path = tmp / "fuzz.safetensors"

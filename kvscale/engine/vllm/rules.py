@@ -1,6 +1,6 @@
-"""Resolution rules: what the engine's device tensors hold after loading one attention layer.
+"""vLLM 0.33.0's resolution rules: what a layer's device tensors hold after loading.
 
-Two engine paths, both vLLM v0.33.0:
+Two paths:
 
 * ``BaseKVCacheMethod`` (``model_executor/layers/quantization/kv_cache.py``), used by the fp8,
   modelopt and quark quant methods;
@@ -17,136 +17,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from pathlib import Path
+from dataclasses import replace
 
-from kvscale.conventions import Convention
+from kvscale.engine.base import (
+    BUFFER_KINDS,
+    EnginePath,
+    EngineSettings,
+    ResolvedLayer,
+    Rule,
+    ScaleSource,
+    ScaleValue,
+)
+from kvscale.engine.vllm.quant_config import is_quantized_kv_cache, uses_per_token_head_scales
 from kvscale.errors import LimitExceededError
 from kvscale.floats import (
     DECODABLE_DTYPES,
     FLOAT32_MAX,
-    encode_json_value,
     max_nan,
     round_to_dtype,
     to_float32,
 )
 from kvscale.limits import MAX_SCALE_ELEMENTS
-from kvscale.model_config import (
-    EnginePath,
-    is_quantized_kv_cache,
-    uses_per_token_head_scales,
-)
-
-ScaleValue = float | tuple[float, ...]
-
-
-class Rule(str, Enum):
-    """How the engine arrived at a layer's k/v scales."""
-
-    SEPARATE = "separate"
-    DUPLICATED = "duplicated"
-    DEFAULT = "default"
-    PARTIAL = "partial"
-    PER_HEAD = "per_head"
-    UNQUANTIZED = "unquantized"
-    ERROR = "error"
-
-
-@dataclass(frozen=True)
-class ScaleSource:
-    """One checkpoint tensor that feeds a scale parameter of an attention layer."""
-
-    tensor: str
-    file: str
-    dtype: str
-    shape: tuple[int, ...]
-    kind: str
-    convention: Convention
-    load_order: int
-    values: tuple[float, ...] | None
-    """Exact on-disk values; None when not read (over the ``max-scale-elements`` limit)."""
-    path: Path | None = None
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    def to_json(self) -> dict[str, object]:
-        """Provenance of one value, as kv_scales.json and inspect --json record it."""
-        return {
-            "tensor": self.tensor,
-            "file": self.file,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "value": encode_json_value(self.raw_value),
-            "convention": self.convention.value,
-        }
-
-    @property
-    def raw_value(self) -> ScaleValue | None:
-        """The on-disk value for reports: a float for one element, a tuple otherwise."""
-        if self.values is None:
-            return None
-        if self.numel == 1 and self.values:
-            return self.values[0]
-        return tuple(self.values)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """Everything besides the tensors that decides a layer's scales."""
-
-    engine_path: EnginePath
-    kv_cache_dtype: str
-    platform: str
-    model_dtype: str
-    num_heads: int | None = None
-    num_kv_heads: int | None = None
-    ct_strategy: str | None = None
-    ct_has_config_groups: bool = True
-    refusal: str | None = None
-    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
-
-    @property
-    def fnuz(self) -> bool:
-        return self.platform == "fnuz"
-
-
-@dataclass(frozen=True)
-class ResolvedLayer:
-    """One attention layer after loading: the four device values and how they came about."""
-
-    name: str
-    rule: Rule
-    k_scale: ScaleValue | None
-    v_scale: ScaleValue | None
-    q_scale: ScaleValue | None
-    prob_scale: ScaleValue | None
-    error: str | None = None
-    sources: Mapping[str, ScaleSource] = field(default_factory=dict)
-    """The source each kind was loaded from last (the one that counts), by kind."""
-    shadowed: tuple[ScaleSource, ...] = ()
-    """Sources overwritten by a later tensor feeding the same parameter."""
-    loaded: Mapping[str, ScaleValue] = field(default_factory=dict)
-    """Parameter values after loading, before post-processing (model dtype on the base path)."""
-    used_from_checkpoint: frozenset[str] = frozenset()
-    """Kinds whose final device value comes from the checkpoint (not a default/duplicate)."""
-    checkpoint_prefix: str = ""
-    """The attention module prefix as the checkpoint spells it (``model.layers.0.self_attn``);
-    differs from ``name`` minus ``.attn`` where the model renames prefixes (NemotronH)."""
-
-    def value(self, kind: str) -> ScaleValue | None:
-        kind = BUFFER_KINDS.get(kind, kind)
-        return {
-            "k_scale": self.k_scale,
-            "v_scale": self.v_scale,
-            "q_scale": self.q_scale,
-            "prob_scale": self.prob_scale,
-        }[kind]
 
 
 class _Refused(Exception):
@@ -167,16 +58,6 @@ def _refused(
         sources=dict(sources),
         shadowed=tuple(shadowed),
     )
-
-
-BUFFER_KINDS = {
-    "_k_scale": "k_scale",
-    "_v_scale": "v_scale",
-    "_q_scale": "q_scale",
-    "_prob_scale": "prob_scale",
-}
-"""Device buffers registered by ``set_default_quant_scales`` (float32 ``[]``) -> the kind they hold.
-A checkpoint tensor named ``<layer>.attn._k_scale`` is loaded into the buffer directly."""
 
 
 def _load_buffers(ordered: Sequence[ScaleSource]) -> dict[str, float]:

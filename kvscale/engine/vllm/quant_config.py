@@ -1,6 +1,6 @@
-"""What config.json (and ModelOpt's hf_quant_config.json) tell the engine about KV-cache scales.
+"""How vLLM 0.33.0 reads a checkpoint's quantization config and picks the KV-cache dtype.
 
-Mirrors vLLM v0.33.0:
+Mirrors:
 - quant method detection: ``transformers_utils/model_arch_config_convertor.py``
   (``_normalize_quantization_config``: ModelOpt producer/legacy detection, lower-casing,
   ``compressed_tensors`` -> ``compressed-tensors``) and ``transformers_utils/config.py`` (legacy
@@ -19,25 +19,13 @@ Mirrors vLLM v0.33.0:
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from kvscale.errors import ConfigError, LimitExceededError, UsageError
-from kvscale.limits import MAX_HEADS, MAX_LAYERS, Limit
-
-
-class EnginePath(str, Enum):
-    """Which of vLLM's two KV-scale loading paths a checkpoint takes."""
-
-    BASE = "base"
-    """``BaseKVCacheMethod`` (fp8, modelopt*, quark): sentinel -1, model-dtype params."""
-    COMPRESSED_TENSORS = "compressed-tensors"
-    """``CompressedTensorsKVCacheMethod``: float32 ones, no sentinel, optional per-head scales."""
-    NONE = "none"
-    """No quantization config that creates KV-scale parameters: every scale is 1.0."""
-
+from kvscale.engine.base import EnginePath, QuantConfig
+from kvscale.engine.config import ModelShape, RawQuantConfig, dtype_alias
+from kvscale.errors import UsageError
 
 KV_CACHE_DTYPES = (
     "auto",
@@ -81,173 +69,13 @@ def uses_per_token_head_scales(kv_cache_dtype: str) -> bool:
     return kv_cache_dtype in PER_TOKEN_HEAD_DTYPES
 
 
-PLATFORMS = ("ocp", "fnuz")
-
-_DTYPE_ALIASES = {
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-    "float16": "float16",
-    "half": "float16",
-    "fp16": "float16",
-    "float32": "float32",
-    "float": "float32",
-    "fp32": "float32",
+_ENGINE_PATHS = {
+    "compressed-tensors": EnginePath.COMPRESSED_TENSORS,
+    "fp8": EnginePath.BASE,
+    "modelopt": EnginePath.BASE,
+    "quark": EnginePath.BASE,
 }
-
-
-def normalize_model_dtype(value: str) -> str:
-    key = value.strip().lower().removeprefix("torch.")
-    if key not in _DTYPE_ALIASES:
-        raise UsageError(f"unknown model dtype {value!r}", hint="use bfloat16, float16 or float32")
-    return _DTYPE_ALIASES[key]
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The architecture facts kvscale needs from config.json."""
-
-    architectures: tuple[str, ...] = ()
-    model_type: str | None = None
-    num_hidden_layers: int | None = None
-    num_attention_heads: int | None = None
-    num_key_value_heads: int | None = None
-    config_dtype: str | None = None
-    layer_types: tuple[str, ...] | None = None
-    hybrid_override_pattern: str | None = None
-    head_size: int | None = None
-    """``head_dim``, else ``hidden_size // num_attention_heads`` (only verify's samples use it)."""
-
-    @property
-    def kv_heads(self) -> int | None:
-        return self.num_key_value_heads or self.num_attention_heads
-
-
-@dataclass(frozen=True)
-class QuantConfig:
-    """The checkpoint's quantization config, as the engine reads it."""
-
-    quant_method: str | None = None
-    """Normalized family: compressed-tensors, fp8, modelopt, quark, another method, or None."""
-    raw_method: str | None = None
-    source: str | None = None
-    """``config.json`` or ``hf_quant_config.json``."""
-    raw: Mapping[str, Any] | None = None
-    kv_cache_scheme: Any = None
-    """compressed-tensors ``kv_cache_scheme`` (validated at start by the engine)."""
-    ct_has_config_groups: bool = False
-    kv_declaration: str | None = None
-    """Human description of the KV-cache quantization the config declares, if any."""
-    auto_kv_cache_dtype: str = "auto"
-    """What ``--kv-cache-dtype auto`` becomes for this checkpoint."""
-    refusal: str | None = None
-    """Why the engine refuses every attention layer of this model at start, if it does."""
-
-    @property
-    def engine_path(self) -> EnginePath:
-        if self.quant_method == "compressed-tensors":
-            return EnginePath.COMPRESSED_TENSORS
-        if self.quant_method in ("fp8", "modelopt", "quark"):
-            return EnginePath.BASE
-        return EnginePath.NONE
-
-    @property
-    def ct_strategy(self) -> str | None:
-        if isinstance(self.kv_cache_scheme, Mapping):
-            strategy = self.kv_cache_scheme.get("strategy")
-            return strategy if isinstance(strategy, str) else None
-        return None
-
-
-def _show(value: Any) -> str:
-    """A config value for an error message: its JSON type and a short repr (never a 16 MB line)."""
-    kinds = {bool: "boolean", int: "number", float: "number", str: "string"}
-    kind = kinds.get(type(value)) or (
-        "null"
-        if value is None
-        else "list"
-        if isinstance(value, (list, tuple))
-        else "object"
-        if isinstance(value, Mapping)
-        else type(value).__name__
-    )
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{kind} {text}"
-
-
-def _opt_int(
-    config: Mapping[str, Any], key: str, where: str, limit: Limit | None = None
-) -> int | None:
-    value = config.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(where, f"{key} must be a non-negative integer, got {_show(value)}")
-    if limit is not None and value > limit.value():
-        # Layer lists and per-head scale lists are sized from these numbers: refuse before
-        # anything is allocated from them.
-        raise LimitExceededError(where, f"{key} is {value:,}", hint=limit.describe())
-    return value
-
-
-def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    text = config.get("text_config")
-    return text if isinstance(text, Mapping) else {}
-
-
-def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.json") -> ModelShape:
-    """Architecture facts from config.json (falling back to ``text_config`` for VLMs)."""
-    if config is None:
-        return ModelShape()
-    text = _text_config(config)
-
-    def pick(key: str) -> Any:
-        return config.get(key) if config.get(key) is not None else text.get(key)
-
-    text_raw = config.get("text_config")
-    if text_raw is not None and not isinstance(text_raw, Mapping):
-        raise ConfigError(where, f"text_config must be an object, got {_show(text_raw)}")
-    archs = config.get("architectures") or ()
-    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
-        raise ConfigError(where, f"architectures must be a list of strings, got {_show(archs)}")
-    model_type = pick("model_type")
-    if model_type is not None and not isinstance(model_type, str):
-        raise ConfigError(where, f"model_type must be a string, got {_show(model_type)}")
-    dtype_key = "dtype" if pick("dtype") is not None else "torch_dtype"
-    dtype = pick(dtype_key)
-    if dtype is not None and not isinstance(dtype, str):
-        raise ConfigError(where, f"{dtype_key} must be a string, got {_show(dtype)}")
-    layer_types = pick("layer_types")
-    if layer_types is not None:
-        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
-            raise ConfigError(
-                where, f"layer_types must be a list of strings, got {_show(layer_types)}"
-            )
-        layer_types = tuple(layer_types)
-    pattern = pick("hybrid_override_pattern")
-    if pattern is not None and not isinstance(pattern, str):
-        raise ConfigError(where, f"hybrid_override_pattern must be a string, got {_show(pattern)}")
-    source = config if config.get("num_hidden_layers") is not None else text
-    heads_source = config if config.get("num_attention_heads") is not None else text
-    heads = _opt_int(heads_source, "num_attention_heads", where, MAX_HEADS)
-    head_size = pick("head_dim")
-    if not (isinstance(head_size, int) and not isinstance(head_size, bool) and head_size > 0):
-        hidden = pick("hidden_size")
-        valid_hidden = isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0
-        head_size = hidden // heads if valid_hidden and heads else None
-    return ModelShape(
-        architectures=tuple(archs),
-        model_type=model_type,
-        num_hidden_layers=_opt_int(source, "num_hidden_layers", where, MAX_LAYERS),
-        num_attention_heads=heads,
-        num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where, MAX_HEADS),
-        config_dtype=dtype,
-        layer_types=layer_types,
-        hybrid_override_pattern=pattern,
-        head_size=head_size if head_size and head_size <= 65536 else None,
-    )
-
+"""Quant method family -> loading path (``get_quant_method`` of each config class)."""
 
 _MODELOPT_ALGOS = {
     "FP8": "modelopt",
@@ -258,35 +86,11 @@ _MODELOPT_ALGOS = {
 }
 
 
-def parse_quant_config(
-    config: Mapping[str, Any] | None,
-    hf_quant_config: Mapping[str, Any] | None,
-    where: str = "config.json",
-    *,
-    hf_where: str = "hf_quant_config.json",
-) -> QuantConfig:
-    """Detect the quant method and KV-cache declaration the way vLLM v0.33.0 does.
-
-    ``where`` / ``hf_where`` name the two files in error messages (full paths when known).
-    """
-    source = "config.json"
-    qc: Any = None
-    key = "quantization_config"  # for messages: the entry that held a wrongly typed value
-    if config is not None:
-        qc = config.get("quantization_config")
-        if qc is None:
-            qc, key = (
-                _text_config(config).get("quantization_config"),
-                "text_config.quantization_config",
-            )
-        if qc is None:
-            qc, key = config.get("compression_config"), "compression_config"  # older CT key
-    if qc is None and hf_quant_config is not None:
-        qc, source, where, key = hf_quant_config, "hf_quant_config.json", hf_where, "the file"
-    if qc is None:
+def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
+    """Detect the quant method and KV-cache declaration the way vLLM v0.33.0 does."""
+    if raw is None:
         return QuantConfig()
-    if not isinstance(qc, Mapping):
-        raise ConfigError(where, f"{key} must be an object, got {_show(qc)}")
+    qc, source = raw.config, raw.source
 
     producer = qc.get("producer")
     producer_name = producer.get("name") if isinstance(producer, Mapping) else None
@@ -303,8 +107,6 @@ def parse_quant_config(
                 refusal = f"ValueError: Unknown ModelOpt quant algo: {algo}"
                 mapped = "modelopt"
             raw_method = mapped
-    if raw_method is not None and not isinstance(raw_method, str):
-        raise ConfigError(where, f"quant_method must be a string, got {_show(raw_method)}")
     method = (raw_method or "").lower().replace("compressed_tensors", "compressed-tensors") or None
     family = method
     if method is not None and method.startswith("modelopt"):
@@ -339,6 +141,7 @@ def parse_quant_config(
 
     return QuantConfig(
         quant_method=family,
+        engine_path=_ENGINE_PATHS.get(family or "", EnginePath.NONE),
         raw_method=method,
         source=source,
         raw=qc,
@@ -351,8 +154,6 @@ def parse_quant_config(
 
 
 def _brief(value: Any) -> str:
-    import json
-
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= 100 else text[:97] + "..."
 
@@ -510,12 +311,11 @@ def resolve_model_dtype(
 ) -> tuple[str, str]:
     """The dtype the engine builds the model in: (dtype, how it was decided)."""
     if requested is not None:
-        return normalize_model_dtype(requested), "--model-dtype"
+        return requested, "--model-dtype"
     config_dtype: str | None = None
     how = "config.json torch_dtype"
     if shape.config_dtype is not None:
-        key = shape.config_dtype.strip().lower().removeprefix("torch.")
-        config_dtype = _DTYPE_ALIASES.get(key)
+        config_dtype = dtype_alias(shape.config_dtype)
     if config_dtype is None:
         # vLLM falls back to the weights' dtypes (common_broadcastable_dtype over the headers).
         how = "weights' dtype (config.json has no usable torch_dtype)"

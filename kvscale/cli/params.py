@@ -1,4 +1,9 @@
-"""Shared ``Annotated`` parameter aliases, so every command spells a flag the same way."""
+"""Shared ``Annotated`` parameter aliases, so every command spells a flag the same way.
+
+Engine options default to ``None`` ("not given"): the policy file may set them, and otherwise
+the engine's default applies (``kvscale.options``). Values are validated once, by
+``EngineOptions``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,30 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvscale.engine.vllm.quant_config import KV_CACHE_DTYPES
 
-class Platform(str, Enum):
+
+class PlatformChoice(str, Enum):
     ocp = "ocp"
     fnuz = "fnuz"
+
+
+class EngineChoice(str, Enum):
+    vllm = "vllm"
+    sglang = "sglang"
+
+
+class Annotations(str, Enum):
+    auto = "auto"
+    github = "github"
+    none = "none"
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
 
 
 CheckpointArg = Annotated[
@@ -22,26 +47,37 @@ CheckpointArg = Annotated[
         show_default=False,
     ),
 ]
+EngineOpt = Annotated[
+    Optional[EngineChoice],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+    typer.Option(
+        "--engine",
+        help="Whose rules to apply: vllm (0.33.0) or sglang (0.5.23). Default: the policy "
+        "file's, else vllm.",
+        case_sensitive=False,
+        show_default=False,
+    ),
+]
 KVCacheDtypeOpt = Annotated[
-    str,
+    Optional[str],  # noqa: UP045
     typer.Option(
         "--kv-cache-dtype",
-        help="The engine's --kv-cache-dtype. 'auto' applies the engine's promotion from the "
-        "checkpoint config (compressed-tensors kv_cache_scheme -> fp8, ModelOpt FP8 -> fp8_e4m3; "
-        "fp8 and quark stay unquantized).",
+        help="The engine's --kv-cache-dtype (default auto: the engine's promotion from the "
+        "checkpoint config). vLLM: " + ", ".join(KV_CACHE_DTYPES) + ".",
+        show_default=False,
     ),
 ]
 PlatformOpt = Annotated[
-    Platform,
+    Optional[PlatformChoice],  # noqa: UP045
     typer.Option(
         "--platform",
-        help="ocp: NVIDIA / OCP e4m3fn. fnuz: ROCm MI300 (e4m3fnuz; the base path doubles "
-        "loaded k/v/q/prob scales).",
+        help="ocp (default): NVIDIA / OCP e4m3fn. fnuz: ROCm MI300 (e4m3fnuz; the base path "
+        "doubles loaded k/v/q/prob scales).",
         case_sensitive=False,
+        show_default=False,
     ),
 ]
 ModelDtypeOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+    Optional[str],  # noqa: UP045
     typer.Option(
         "--model-dtype",
         help="The model dtype the engine builds the layers in (bfloat16, float16, float32). "
@@ -51,6 +87,9 @@ ModelDtypeOpt = Annotated[
 ]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (the stable contract).")
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print only failing problems (one line each).")
 ]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail the run too (exit 1).")]
 FailOnOpt = Annotated[
@@ -69,17 +108,6 @@ AllowOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-# --- CI options (policy files, reports, annotations) -------------------------------------------
-
-
-class Annotations(str, Enum):
-    auto = "auto"
-    github = "github"
-    none = "none"
-
-
 PolicyOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(
@@ -113,11 +141,6 @@ AnnotationsOpt = Annotated[
         case_sensitive=False,
     ),
 ]
-
-
-# --- normalize options ----------------------------------------------------------------------
-
-
 OutDirOpt = Annotated[
     Path,
     typer.Option(
@@ -133,8 +156,8 @@ ForceOpt = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Replace an existing --out (only a previous kvscale output), and leave layers that "
-        "cannot be normalized (refused, invalid values) as they are instead of stopping.",
+        help="Replace an existing --out (only an untouched kvscale output), and leave layers "
+        "that cannot be normalized (refused, invalid values) as they are instead of stopping.",
     ),
 ]
 CheckpointCopyOpt = Annotated[

@@ -7,18 +7,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvscale._cli_base import EXIT_CODES_HELP, app, handles_errors, progress_bar
-from kvscale._options import (
+from kvscale.cli.app import command
+from kvscale.cli.output import Output
+from kvscale.cli.params import (
     Annotations,
     AnnotationsOpt,
+    EngineOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
     NoPolicyOpt,
-    Platform,
     PlatformOpt,
     PolicyOpt,
+    QuietOpt,
 )
+from kvscale.cli.settings import run_settings
 from kvscale.errors import ExitCode, UsageError
 
 EXAMPLES = """
@@ -35,7 +38,9 @@ GATE_HELP = (
     "Gate (exit 1): a layer of A is missing in B; a rule gets worse (separate/per_head > "
     "partial/duplicated > default/unquantized > error); a scale that was positive and finite "
     "becomes zero, negative, NaN or inf; with --max-rel-change X, any scale of a layer changes "
-    "by more than X relative to A (|b - a| / |a|; changes to or from NaN/inf count as infinite)."
+    "by more than X in either direction (max(a/b, b/a) - 1: a scale 128x smaller and one 128x "
+    "larger both change by 127; changes to or from zero, NaN or inf, or across the sign, count as "
+    "infinite)."
 )
 
 _SIDE_HELP = (
@@ -61,22 +66,17 @@ MaxRelChangeOpt = Annotated[
 AllOpt = Annotated[bool, typer.Option("--all", help="List every layer, not only changed ones.")]
 
 
-def _given(ctx: typer.Context, name: str) -> bool:
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name != "DEFAULT"
-
-
-@app.command(epilog=EXAMPLES.replace("\n", "\n\n") + "\n\n" + GATE_HELP + "\n\n" + EXIT_CODES_HELP)
-@handles_errors
+@command(examples=EXAMPLES, extra_help=GATE_HELP)
 def diff(
-    ctx: typer.Context,
     a: SideAArg,
     b: SideBArg,
     max_rel_change: MaxRelChangeOpt = None,
     json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
     show_all: AllOpt = False,
-    kv_cache_dtype: KVCacheDtypeOpt = "auto",
-    platform: PlatformOpt = Platform.ocp,
+    engine: EngineOpt = None,
+    kv_cache_dtype: KVCacheDtypeOpt = None,
+    platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
@@ -87,56 +87,41 @@ def diff(
     Shows relative changes per scale, layers added or lost, and rule changes.
     Use it as a gate for re-quantized releases (see the gate rules below).
     A checkpoint side uses the kv_cache_dtype and platform of a kv_scales.json on the other side,
-    unless --kv-cache-dtype / --platform are given.
+    unless --kv-cache-dtype / --platform (or the policy file) set them.
     """
     import math
 
     from kvscale.diff import diff_paths
-    from kvscale.inspect import InspectOptions
-    from kvscale.policy import resolve_policy_file
-    from kvscale.render.annotations import annotations_enabled
+    from kvscale.render.annotations import annotations_enabled, diff_annotations
+    from kvscale.render.diff import diff_json, diff_renderables, failure_lines
 
-    if policy_path is not None and no_policy:
-        raise UsageError("--policy and --no-policy exclude each other")
+    if json_output and quiet:
+        raise UsageError("--json and --quiet exclude each other")
     if max_rel_change is not None and not math.isfinite(max_rel_change):
         raise UsageError("--max-rel-change must be a finite number")
-    file = resolve_policy_file(policy_path, discover=not no_policy)
-    explicit = [name for name in ("kv_cache_dtype", "platform") if _given(ctx, name)]
-    kv, plat, mdt = kv_cache_dtype, platform.value, model_dtype
+    settings = run_settings(
+        engine=engine,
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        policy_path=policy_path,
+        no_policy=no_policy,
+    )
     threshold = max_rel_change
-    if file is not None:
-        if not _given(ctx, "kv_cache_dtype") and file.kv_cache_dtype is not None:
-            kv = file.kv_cache_dtype
-            explicit.append("kv_cache_dtype")
-        if not _given(ctx, "platform") and file.platform is not None:
-            plat = file.platform
-            explicit.append("platform")
-        if not _given(ctx, "model_dtype") and file.model_dtype is not None:
-            mdt = file.model_dtype
-        if threshold is None:
-            threshold = file.max_rel_change
-    options = InspectOptions(kv, plat, mdt)
-    with progress_bar("reading shard headers", unit="shards") as bar:
-        result = diff_paths(a, b, options, threshold, explicit=explicit, progress=bar.update)
-
+    if threshold is None and settings.policy_file is not None:
+        threshold = settings.policy_file.max_rel_change
+    output = Output("json" if json_output else "quiet" if quiet else "human")
+    with output.progress("reading shard headers", unit="shards") as bar:
+        result = diff_paths(a, b, settings.options, threshold, progress=bar.update)
     if json_output:
-        from kvscale._output import write_json
-        from kvscale.render.diff import diff_json
-
-        write_json(diff_json(result))
+        output.json(diff_json(result, settings.applied()))
+    elif quiet:
+        output.lines(failure_lines(result))
     else:
-        from kvscale._output import stdout_console
-        from kvscale.render.annotations import write_stdout_human
-        from kvscale.render.diff import diff_renderables
-
-        console = stdout_console()
-        with console.capture() as capture:
-            for renderable in diff_renderables(result, show_all=show_all):
-                console.print(renderable)
-        write_stdout_human(capture.get())
+        output.render(diff_renderables(result, show_all=show_all))
     if annotations_enabled(annotations.value):
-        from kvscale.render.annotations import diff_annotations, emit
-
-        emit(diff_annotations([(f.rule, f.layer, f.message) for f in result.failures]))
+        output.annotations(
+            diff_annotations([(f.rule, f.layer, f.message) for f in result.failures])
+        )
     if result.failures:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvscale.safetensors_io import DTYPE_BITS, TensorInfo
+from kvscale.errors import KVScaleError
+from kvscale.io.safetensors import DTYPE_BITS, TensorInfo
 
 BytesCallback = Callable[[int], None]
 """Called with the number of bytes just copied or written (for progress)."""
@@ -189,21 +190,20 @@ def _write_all(fd: int, data: bytes, offset: int) -> None:
         offset += n
 
 
-class SourceChangedError(Exception):
-    """The source file ended early while it was copied (truncated by someone else)."""
+class SourceChangedError(KVScaleError):
+    """The source file ended early while it was copied (truncated by someone else): an input
+    that cannot be read as it was planned (exit 2)."""
 
 
 _SYNC_FILE_RANGE_WRITE = 2
 _sync_file_range: object = None
-EARLY_WRITEBACK = True
-"""Start writing copied data to disk while copying continues (``sync_file_range``), so that the
-final fsync finds little left to do and the disk works in parallel with the copy."""
 
 
 def start_writeback(fd: int, offset: int, length: int) -> None:
-    """Ask the kernel to start (not wait for) writing a range of ``fd`` to disk; best effort."""
+    """Ask the kernel to start (not wait for) writing a range of ``fd`` to disk (best effort),
+    so that the final fsync finds little left to do and the disk works beside the copy."""
     global _sync_file_range
-    if not EARLY_WRITEBACK or length <= 0:
+    if length <= 0:
         return
     if _sync_file_range is None:
         try:

@@ -11,8 +11,9 @@ Hostile layouts are refused before anything is opened: index shard names must be
 names (no ``/``, ``..``, absolute paths or NUL), so an index cannot make kvscale read outside the
 checkpoint; only regular files are opened, without blocking (a FIFO named ``*.safetensors`` or
 ``config.json`` cannot hang a run); every JSON file is read through a size cap; a dangling
-symlink is reported as one, never mistaken for an absent optional file; config.json's types are
-checked here, where the full path is known, so that the message names the file.
+symlink is reported as one, never mistaken for an absent optional file. What config.json means is
+not decided here (``kvscale.engine.config`` parses it, with ``Checkpoint.config_path`` in its
+messages).
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from kvscale.errors import (
     InputError,
     LimitExceededError,
 )
-from kvscale.limits import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, MAX_SHARDS, Limit
-from kvscale.safetensors_io import (
+from kvscale.io.safetensors import (
     SafetensorsHeader,
     TensorInfo,
     json_error_text,
@@ -42,6 +42,7 @@ from kvscale.safetensors_io import (
     read_header,
     read_small_file,
 )
+from kvscale.limits import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, MAX_SHARDS, Limit
 
 INDEX_NAME = "model.safetensors.index.json"
 ProgressCallback = Callable[[int, int, str], None]
@@ -75,6 +76,7 @@ class Checkpoint:
     config: Mapping[str, Any] | None
     hf_quant_config: Mapping[str, Any] | None
     index: Mapping[str, Any] | None
+
     tensors: Mapping[str, TensorRef]
     """Every tensor name -> the occurrence the engine keeps (the last one loaded)."""
     duplicates: Mapping[str, tuple[TensorRef, ...]] = field(default_factory=dict)
@@ -84,6 +86,14 @@ class Checkpoint:
 
     def path_of(self, file: str) -> Path:
         return self.root / file
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def hf_quant_config_path(self) -> Path:
+        return self.root / "hf_quant_config.json"
 
 
 def natural_sort_key(name: str) -> list[int | str]:
@@ -273,7 +283,6 @@ def open_checkpoint(
     hf_quant = read_json_file(hf_quant_path, "hf_quant_config.json")
     if hf_quant is not None and not isinstance(hf_quant, dict):
         raise ConfigError(hf_quant_path, "hf_quant_config.json is not a JSON object")
-    _check_config_types(config, hf_quant, config_path, hf_quant_path)
 
     headers: dict[str, SafetensorsHeader] = {}
     tensors: dict[str, TensorRef] = {}
@@ -327,23 +336,6 @@ def open_checkpoint(
         duplicates={k: tuple(v) for k, v in occurrences.items()},
         unindexed=tuple(unindexed),
     )
-
-
-def _check_config_types(
-    config: Mapping[str, Any] | None,
-    hf_quant: Mapping[str, Any] | None,
-    config_path: Path,
-    hf_quant_path: Path,
-) -> None:
-    """Refuse wrongly typed config values now, naming the full path of the file.
-
-    The same parsers run again later (in ``kvscale.inspect``) with short file names; running
-    them here first means any ConfigError a user sees carries the path they can open.
-    """
-    from kvscale.model_config import parse_model_shape, parse_quant_config
-
-    parse_model_shape(config, str(config_path))
-    parse_quant_config(config, hf_quant, str(config_path), hf_where=str(hf_quant_path))
 
 
 def _index_weight_map(index_path: Path, index: Any) -> Mapping[str, Any]:

@@ -1,0 +1,289 @@
+"""``kvscale inspect``: show per layer what the engine will hold, and why."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kvscale.cli.app import command
+from kvscale.cli.output import Output
+from kvscale.cli.params import (
+    AllowOpt,
+    Annotations,
+    AnnotationsOpt,
+    EngineOpt,
+    FailOnOpt,
+    JsonOpt,
+    JunitOpt,
+    KVCacheDtypeOpt,
+    ModelDtypeOpt,
+    NoPolicyOpt,
+    PlatformOpt,
+    PolicyOpt,
+    QuietOpt,
+    StrictOpt,
+)
+from kvscale.cli.settings import RunSettings, run_settings
+from kvscale.errors import ExitCode, KVScaleError, UsageError
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
+
+    from kvscale.inspect import ScaleReport
+
+EXAMPLES = """
+Examples:
+
+  kvscale inspect examples/llm-compressor-fp8
+
+  kvscale inspect ./Llama-3.1-8B-FP8 --json | jq '.layers[] | {name, rule, k_scale}'
+
+  kvscale inspect model.safetensors --kv-cache-dtype fp8 --platform fnuz
+
+  kvscale inspect ./model --engine sglang
+
+  kvscale inspect ~/.cache/huggingface/hub/models--ORG--NAME --strict
+
+  kvscale inspect ./ckpt --strict --allow scale-equals-default --junit reports/kvscale.xml
+
+  kvscale inspect --files --strict a/model-00001-of-00002.safetensors b/config.json
+"""
+
+CheckpointsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="One or more checkpoints: a .safetensors file, a directory of shards (with or "
+        "without model.safetensors.index.json), or a Hugging Face cache dir (models--ORG--NAME).",
+        show_default=False,
+    ),
+]
+FilesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--files",
+        help="Treat the arguments as files of checkpoints (shards, config.json, index), as "
+        "pre-commit passes them, and inspect each checkpoint directory once (problems and a "
+        "summary per checkpoint).",
+    ),
+]
+
+CHECKPOINT_FILE_SUFFIXES = (".safetensors", ".safetensors.index.json")
+CHECKPOINT_FILE_NAMES = ("config.json", "hf_quant_config.json")
+
+
+def checkpoints_of_files(paths: Sequence[Path]) -> list[Path]:
+    """The checkpoint directories that given files belong to, each once, in sorted order.
+
+    A directory stands for itself. A shard, index, config.json or hf_quant_config.json stands
+    for its directory when that directory holds a ``.safetensors`` file (so an unrelated
+    config.json is ignored). Other files are ignored.
+    """
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            found.add(path)
+            continue
+        name = path.name
+        if not (name.endswith(CHECKPOINT_FILE_SUFFIXES) or name in CHECKPOINT_FILE_NAMES):
+            continue
+        directory = path.parent
+        try:
+            with os.scandir(directory) as entries:
+                holds_shards = any(
+                    entry.name.endswith(".safetensors") and entry.is_file() for entry in entries
+                )
+        except OSError:
+            holds_shards = False
+        if holds_shards:
+            found.add(directory)
+    return sorted(found, key=lambda p: p.as_posix())
+
+
+def _timestamp() -> str:
+    # The Ant JUnit schema's timestamp has no time zone; UTC avoids ambiguity.
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: UP017 (3.10)
+
+
+@command(examples=EXAMPLES)
+def inspect(
+    checkpoints: CheckpointsArg,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+    engine: EngineOpt = None,
+    kv_cache_dtype: KVCacheDtypeOpt = None,
+    platform: PlatformOpt = None,
+    model_dtype: ModelDtypeOpt = None,
+    strict: StrictOpt = False,
+    fail_on: FailOnOpt = None,
+    allow: AllowOpt = None,
+    policy_path: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    junit: JunitOpt = None,
+    annotations: AnnotationsOpt = Annotations.auto,
+    files: FilesOpt = False,
+) -> None:
+    """Find every KV-scale tensor, resolve it like the engine, and flag problems.
+
+    Reads only headers and scale bytes, never weights. A policy file (kvscale.toml, or
+    \\[tool.kvscale] in pyproject.toml) sets strict / fail_on / allow and option defaults.
+    """
+    from kvscale.render.annotations import annotations_enabled
+
+    if json_output and quiet:
+        raise UsageError("--json and --quiet exclude each other")
+    settings = run_settings(
+        engine=engine,
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        policy_path=policy_path,
+        no_policy=no_policy,
+        strict=strict,
+        fail_on=fail_on,
+        allow=allow,
+    )
+    output = Output("json" if json_output else "quiet" if quiet else "human")
+    targets = checkpoints_of_files(checkpoints) if files else list(checkpoints)
+    if files and not targets:
+        output.warning("none of the given files belongs to a safetensors checkpoint")
+    annotate = annotations_enabled(annotations.value)
+    # One checkpoint without --files: an unreadable input is the command's error (exit 2, one
+    # line). Several: each is reported and the run goes on to the next.
+    single = len(targets) == 1 and not files
+    runs = [_run(target, settings) for target in targets]
+    _report(runs, settings, output, junit=junit, annotate=annotate, table=not files, single=single)
+    if single and runs[0].error is not None:
+        raise runs[0].error
+    worst = max((run.exit_code for run in runs), default=int(ExitCode.OK))
+    if worst:
+        raise SystemExit(worst)
+
+
+class _Run:
+    def __init__(
+        self,
+        target: Path,
+        settings: RunSettings,
+        report: ScaleReport | None,
+        error: KVScaleError | None,
+        duration: float,
+    ) -> None:
+        self.target = target
+        self.report = report
+        self.error = error
+        self.duration = duration
+        self.failing = settings.policy.failing(report.problems) if report is not None else []
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return int(self.error.exit_code)
+        return int(ExitCode.CHECK_FAILED) if self.failing else int(ExitCode.OK)
+
+
+def _run(target: Path, settings: RunSettings) -> _Run:
+    from kvscale.inspect import inspect_checkpoint
+
+    start = time.monotonic()
+    output = Output()
+    try:
+        with output.progress("reading shard headers", unit="shards") as bar:
+            report = inspect_checkpoint(target, settings.options, progress=bar.update)
+    except KVScaleError as exc:
+        return _Run(target, settings, None, exc, time.monotonic() - start)
+    return _Run(target, settings, report, None, time.monotonic() - start)
+
+
+def _report(
+    runs: Sequence[_Run],
+    settings: RunSettings,
+    output: Output,
+    *,
+    junit: Path | None,
+    annotate: bool,
+    table: bool,
+    single: bool,
+) -> None:
+    from kvscale.render import inspect as render
+
+    suites: list[Element] = []
+    documents = []
+    for run in runs:
+        if run.error is not None:
+            if not single:  # a single run's error is the command's error, printed once
+                output.error(run.error.one_line())
+            if annotate:
+                from kvscale.render.annotations import command_line
+
+                output.annotations(
+                    [
+                        command_line(
+                            "error", run.error.one_line(), title="kvscale: cannot read checkpoint"
+                        )
+                    ]
+                )
+            if junit is not None:
+                suites.append(_error_suite(run))
+            continue
+        report = run.report
+        assert report is not None
+        if output.mode == "json":
+            documents.append(
+                render.inspect_json(report, run.failing, settings.policy, settings.applied())
+            )
+        elif output.mode == "quiet":
+            output.lines(render.problem_lines(run.failing))
+        else:
+            output.render(render.inspect_renderables(report, run.failing, table=table))
+        if annotate:
+            from kvscale.render.annotations import inspect_annotations
+
+            output.annotations(inspect_annotations(report, settings.policy))
+        if junit is not None:
+            from kvscale.render.junit import junit_suite
+
+            suites.append(
+                junit_suite(
+                    report,
+                    settings.policy,
+                    duration=run.duration,
+                    timestamp=_timestamp(),
+                    policy_file=settings.policy_path,
+                )
+            )
+    if output.mode == "json" and documents:
+        output.json(documents[0] if len(runs) == 1 else documents)
+    if output.mode == "human" and len(runs) > 1:
+        output.render([render.total_line(runs_summary(runs))])
+    if junit is not None:
+        from kvscale.render.junit import write_junit
+
+        write_junit(junit, suites, inputs=[run.target for run in runs])
+
+
+def runs_summary(runs: Sequence[_Run]) -> dict[str, int]:
+    return {
+        "checkpoints": len(runs),
+        "failed": sum(1 for run in runs if run.report is not None and run.failing),
+        "unreadable": sum(1 for run in runs if run.error is not None),
+        "passed": sum(1 for run in runs if run.report is not None and not run.failing),
+    }
+
+
+def _error_suite(run: _Run) -> Element:
+    from kvscale.render.junit import junit_error_suite
+
+    assert run.error is not None
+    return junit_error_suite(
+        str(run.target),
+        run.error.one_line(),
+        type(run.error).__name__,
+        duration=run.duration,
+        timestamp=_timestamp(),
+    )

@@ -1,0 +1,136 @@
+"""``kvscale normalize``: write the engine's scales explicitly (and a normalized checkpoint)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kvscale.cli.app import command
+from kvscale.cli.output import Output
+from kvscale.cli.params import (
+    CheckpointArg,
+    CheckpointCopyOpt,
+    DigestsOpt,
+    EngineOpt,
+    ForceOpt,
+    JsonOpt,
+    KVCacheDtypeOpt,
+    ModelDtypeOpt,
+    NoPolicyOpt,
+    OutDirOpt,
+    PlatformOpt,
+    PolicyOpt,
+    QuietOpt,
+)
+from kvscale.cli.settings import run_settings
+from kvscale.errors import ExitCode, UsageError
+
+EXAMPLES = """
+Examples:
+
+  kvscale normalize ./Llama-3.1-8B-FP8 --out ./llama-scales
+
+  kvscale normalize ./Llama-3.1-8B-FP8 --out ./llama-normalized --checkpoint --json
+
+  kvscale normalize ./model --out ./rocm --checkpoint --platform fnuz
+
+  kvscale normalize ./model --out ./for-sglang --checkpoint --engine sglang
+
+  kvscale normalize ~/.cache/huggingface/hub/models--ORG--NAME --out ./out --force
+"""
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, so staging directories are cleaned up on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@command(examples=EXAMPLES)
+def normalize(
+    checkpoint: CheckpointArg,
+    out: OutDirOpt,
+    checkpoint_copy: CheckpointCopyOpt = False,
+    engine: EngineOpt = None,
+    kv_cache_dtype: KVCacheDtypeOpt = None,
+    platform: PlatformOpt = None,
+    model_dtype: ModelDtypeOpt = None,
+    policy_path: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+    force: ForceOpt = False,
+    digests: DigestsOpt = False,
+) -> None:
+    """Write the scales the engine uses, explicitly: kv_scales.safetensors (device tensors) and
+    kv_scales.json (host values, rule, source tensors); with --checkpoint also a normalized copy
+    of the checkpoint.
+
+    Everything is validated before anything is written; a layer the engine refuses, or a value
+    that is not a positive finite number, stops the run (exit 1) unless --force.
+    """
+    from kvscale.io.staging import WriteOptions
+    from kvscale.normalize import NormalizeOptions, plan_normalize, write_plan
+    from kvscale.render.normalize import normalize_json, normalize_renderables, problem_lines
+
+    if json_output and quiet:
+        raise UsageError("--json and --quiet exclude each other")
+    settings = run_settings(
+        engine=engine,
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        policy_path=policy_path,
+        no_policy=no_policy,
+    )
+    options = NormalizeOptions(
+        engine=settings.options,
+        checkpoint=checkpoint_copy,
+        force=force,
+        write=WriteOptions(digests=digests),
+    )
+    output = Output("json" if json_output else "quiet" if quiet else "human")
+    result = None
+    with output.progress("writing", bytes_=True) as bar:
+
+        def on_progress(event: object) -> None:
+            from kvscale.normalize import ProgressUpdate
+
+            assert isinstance(event, ProgressUpdate)
+            if event.phase == "headers":
+                bar.update(event.done, event.total, event.label, "reading headers")
+            else:
+                bar.update(event.done, event.total, event.label, "writing")
+
+        with terminate_as_interrupt():
+            plan = plan_normalize(checkpoint, out, options, on_progress)
+            if plan.ok:
+                result = write_plan(plan, on_progress)
+    for line in problem_lines(plan.warnings):
+        output.warning(line)
+    for line in problem_lines(plan.blocking):
+        output.error(line)
+    if result is None:
+        output.error(
+            f"nothing written: {len(plan.blocking)} problem(s) normalization cannot fix "
+            "(pass --force to leave those layers as they are)"
+        )
+    if json_output:
+        output.json(normalize_json(plan, result, settings.applied()))
+    else:
+        output.render(normalize_renderables(plan, result))
+    if result is None:
+        raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -1,0 +1,265 @@
+"""The one output object of the CLI: results to stdout, everything else to stderr.
+
+Commands never touch a console or ``sys.stdout`` directly; they hand results to an ``Output``:
+
+* ``json(document)``: one JSON document on stdout, ASCII only, never through rich (which wraps
+  long lines and breaks JSON);
+* ``render(renderables)``: people's output (rich tables and texts from ``kvscale.render``),
+  turned into text here, once: tables at their natural width (never a number or name split,
+  a column dropped or a value truncated, whatever the terminal), lines without trailing spaces,
+  colour only on a terminal without ``NO_COLOR``, and every line neutralized for CI logs;
+* ``warning``/``error``/``note``: one line each on stderr;
+* ``annotations``: GitHub workflow commands on stderr (the only lines allowed to be commands);
+* ``progress``: a progress bar on stderr, only on a terminal, only for work that lasts.
+
+Escaping is ``kvscale.render.escape``'s: renderers build text through ``safe_text``/``sanitize``
+(control characters and markup of checkpoint strings shown literally), and this object applies
+``neutralize`` to every line it emits, after layout, so that no checkpoint-controlled name can
+become a workflow command in a CI log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kvscale.render.escape import neutralize, sanitize
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+RENDER_WIDTH = 4096
+"""Width human output is laid out at: wide enough that rich never folds a table cell or wraps a
+message; a terminal narrower than a table wraps the line itself, without losing a character."""
+
+
+def _tolerant(stream: TextIO) -> TextIO:
+    """Make a text stream replace what its encoding cannot hold instead of raising.
+
+    With ``PYTHONIOENCODING=ascii`` (or a Latin-1 locale) a non-ASCII tensor name would
+    otherwise raise UnicodeEncodeError in the middle of a table, and then again while the
+    error is reported. Only the error handler changes; the encoding stays the user's.
+    """
+    if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            pass
+    return stream
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _colour(stream: TextIO) -> bool:
+    return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+class Output:
+    """Where a command's results and messages go (see the module doc).
+
+    ``mode``: ``human`` (tables), ``json`` (one document), ``quiet`` (problems and exit code
+    only: ``render`` prints nothing, ``problem_lines`` still print).
+    """
+
+    def __init__(
+        self,
+        mode: str = "human",
+        *,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.mode = mode
+        self._stdout = stdout
+        self._stderr = stderr
+
+    @property
+    def stdout(self) -> TextIO:
+        return _tolerant(self._stdout or sys.stdout)
+
+    @property
+    def stderr(self) -> TextIO:
+        return _tolerant(self._stderr or sys.stderr)
+
+    # --- results (stdout) -----------------------------------------------------------------------
+
+    def json(self, document: Any) -> None:
+        """One JSON document on stdout, ASCII-only so hostile names cannot reach the terminal."""
+        text = json.dumps(document, ensure_ascii=True, allow_nan=False, indent=2)
+        # JSON strings hold `#` only inside strings, and `\\u0023` decodes back to `#`.
+        self._write(self.stdout, text.replace("##[", "#\\u0023[") + "\n")
+
+    def render(self, renderables: Sequence[RenderableType]) -> None:
+        """People's output on stdout (nothing in quiet or json mode)."""
+        if self.mode != "human":
+            return
+        self._write(self.stdout, self.to_text(renderables, colour=_colour(self.stdout)))
+
+    def to_text(self, renderables: Sequence[RenderableType], *, colour: bool = False) -> str:
+        """Renderables as the final lines (laid out, trimmed, neutralized)."""
+        console = _capture_console(colour)
+        with console.capture() as capture:
+            for renderable in renderables:
+                console.print(renderable)
+        return finish_lines(capture.get())
+
+    def lines(self, lines: Iterable[str]) -> None:
+        """Plain result lines on stdout, in every mode but json (quiet: problems only)."""
+        if self.mode == "json":
+            return
+        text = "".join(sanitize(line) + "\n" for line in lines)
+        self._write(self.stdout, finish_lines(text))
+
+    # --- messages (stderr) --------------------------------------------------------------------
+
+    def error(self, message: str) -> None:
+        """The one stderr line for a failed command."""
+        self._write(self.stderr, _one_line("error", message, self.stderr))
+
+    def warning(self, message: str) -> None:
+        self._write(self.stderr, _one_line("warning", message, self.stderr))
+
+    def note(self, message: str) -> None:
+        if self.mode == "quiet":
+            return
+        self._write(self.stderr, _one_line("note", message, self.stderr))
+
+    def annotations(self, commands: Iterable[str]) -> None:
+        """GitHub workflow commands (built by ``render.annotations``), one per line, on stderr."""
+        text = "".join(line + "\n" for line in commands)
+        if text:
+            self._write(self.stderr, text)
+
+    @contextmanager
+    def progress(
+        self, description: str, *, unit: str = "files", bytes_: bool = False
+    ) -> Iterator[Progress]:
+        bar = Progress(self.stderr, description, unit=unit, bytes_=bytes_)
+        try:
+            yield bar
+        finally:
+            bar.close()
+
+    @staticmethod
+    def _write(stream: TextIO, text: str) -> None:
+        stream.write(text)
+        stream.flush()
+
+
+def finish_lines(text: str) -> str:
+    """Trailing spaces removed (rich pads table cells), every line neutralized."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return neutralize("\n".join(lines) + "\n") if lines else ""
+
+
+def _capture_console(colour: bool) -> Console:
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(),
+        width=RENDER_WIDTH,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+        force_terminal=colour,
+        color_system="standard" if colour else None,
+        no_color=not colour,
+        legacy_windows=False,
+    )
+
+
+def _one_line(prefix: str, message: str, stream: TextIO) -> str:
+    # sanitize() escapes every control character, so the only newline is the final one.
+    line = neutralize(f"kvscale: {prefix}: {sanitize(message)}")
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        line.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        line = line.encode("ascii", "backslashreplace").decode("ascii")
+    return line + "\n"
+
+
+class Progress:
+    """A rich progress bar on stderr that appears only when work lasts more than a moment.
+
+    Core code calls ``update(done, total, label)``; nothing is drawn for fast runs, for
+    non-terminals, or when disabled.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        description: str,
+        *,
+        unit: str = "files",
+        bytes_: bool = False,
+        delay: float = 0.4,
+    ) -> None:
+        self.stream = stream
+        self.description = description
+        self.unit = unit
+        self.bytes = bytes_
+        self.delay = delay
+        self.enabled = _isatty(stream)
+        self._start = time.monotonic()
+        self._progress: Any = None
+        self._task: Any = None
+
+    def update(
+        self, done: int, total: int, label: str = "", description: str | None = None
+    ) -> None:
+        if not self.enabled:
+            return
+        if self._progress is None:
+            if time.monotonic() - self._start < self.delay or done >= total:
+                return
+            self._open()
+        # Shard and layer names come from the checkpoint: escape before rich sees them.
+        self._progress.update(
+            self._task,
+            completed=done,
+            total=total,
+            label=sanitize(label)[-40:],
+            description=description or self.description,
+        )
+
+    def _open(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        console = Console(file=self.stream, highlight=False, emoji=False)
+        columns: list[Any] = [TextColumn("{task.description}"), BarColumn()]
+        if self.bytes:
+            columns += [DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()]
+        else:
+            columns += [MofNCompleteColumn(), TextColumn(self.unit), TimeElapsedColumn()]
+        columns.append(TextColumn("{task.fields[label]}", markup=False))
+        self._progress = Progress(*columns, console=console, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(self.description, total=1, label="")
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

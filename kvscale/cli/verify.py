@@ -1,0 +1,122 @@
+"""``kvscale verify``: run the FP8 cache-write kernel with the resolved scales, bit-exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kvscale.cli.app import command
+from kvscale.cli.output import Output
+from kvscale.cli.params import (
+    EngineOpt,
+    JsonOpt,
+    KVCacheDtypeOpt,
+    ModelDtypeOpt,
+    NoPolicyOpt,
+    PlatformOpt,
+    PolicyOpt,
+    QuietOpt,
+    StrictOpt,
+)
+from kvscale.cli.settings import run_settings
+from kvscale.errors import ExitCode, UsageError, require
+
+EXAMPLES = """
+Examples:
+
+  kvscale verify examples/llm-compressor-fp8 --gpu
+
+  kvscale normalize ./model --out ./scales && kvscale verify ./scales --gpu --json
+
+  kvscale verify ./scales --gpu --activations captured_kv.safetensors
+
+  kvscale verify examples/quark-fp8 --kv-cache-dtype fp8
+"""
+
+THRESHOLDS = """
+Thresholds per layer and kind: saturated <= 0.1% of values, underflow <= 1% of nonzero values,
+relative RMS round-trip error <= 0.08 (e4m3) / 0.16 (e5m2), zero mismatched cache bytes, every
+scale finite and positive, host float == device tensor. A checkpoint is resolved with the same
+options and policy file as kvscale inspect; a scales output keeps the settings it was written
+for.
+"""
+
+
+@command(examples=EXAMPLES, extra_help=THRESHOLDS)
+def verify(
+    target: Annotated[
+        Path,
+        typer.Argument(
+            help="A scales output directory (kvscale normalize or calibrate: kv_scales.json + "
+            "kv_scales.safetensors) or a checkpoint.",
+            show_default=False,
+        ),
+    ],
+    gpu: Annotated[
+        bool,
+        typer.Option("--gpu", help="Run the Triton kernel on CUDA (exit 3 without a usable GPU)."),
+    ] = False,
+    activations: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--activations",
+            help="safetensors file of captured K/V: <layer>.k and <layer>.v, "
+            "\\[tokens, kv_heads, head_size], bf16/fp16/fp32. Layers it lacks use a synthetic "
+            "sample (and are named); a file that feeds no layer is an error.",
+            show_default=False,
+        ),
+    ] = None,
+    tokens: Annotated[
+        int, typer.Option("--tokens", help="Tokens per layer in the synthetic sample.")
+    ] = 4096,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+    strict: StrictOpt = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic sample.")] = 0,
+    engine: EngineOpt = None,
+    kv_cache_dtype: KVCacheDtypeOpt = None,
+    platform: PlatformOpt = None,
+    model_dtype: ModelDtypeOpt = None,
+    policy_path: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+) -> None:
+    """Write every layer's K/V through the FP8 cache-write kernel and check it bit for bit.
+
+    Reports per layer and kind: absmax, saturated and underflow fractions, relative RMS
+    round-trip error and mismatched cache bytes against the CPU reference writer. With --strict
+    a run whose kernel did not execute (no --gpu) fails.
+    """
+    require("torch", "kvscale verify", "gpu")
+    from kvscale.render.verify import verify_json, verify_lines, verify_renderables
+    from kvscale.verify import VerifyOptions, verify_target
+
+    if json_output and quiet:
+        raise UsageError("--json and --quiet exclude each other")
+    settings = run_settings(
+        engine=engine,
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        policy_path=policy_path,
+        no_policy=no_policy,
+        strict=strict,
+    )
+    strict = settings.policy.strict
+    options = VerifyOptions(
+        gpu=gpu, activations=activations, tokens=tokens, seed=seed, engine=settings.options
+    )
+    output = Output("json" if json_output else "quiet" if quiet else "human")
+    with output.progress("writing layers", unit="layers") as bar:
+        result = verify_target(target, options, progress=bar.update)
+    # --strict: a run whose kernel did not execute does not count as verified.
+    ok = result.ok and not (strict and result.kernel is None)
+    if json_output:
+        output.json(verify_json(result, ok=ok, applied=settings.applied()))
+    elif quiet:
+        output.lines(verify_lines(result, strict=strict))
+    else:
+        output.render(verify_renderables(result, strict=strict))
+    if not ok:
+        raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -1,0 +1,313 @@
+"""What every engine's rules work on and produce, and the interface each engine implements.
+
+An engine (``kvscale/engine/vllm``, ``kvscale/engine/sglang``) mirrors one release of a serving
+engine: how it reads the quantization config, which KV-cache dtype ``auto`` becomes, how it maps
+checkpoint tensor names to its KV-scale parameters, and what its parameters hold after loading.
+Everything else in kvscale (reading checkpoints, enumerating layers, judging values, rendering)
+is engine-neutral and talks to an engine only through :class:`Engine`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kvscale.conventions import Convention, Producer
+from kvscale.floats import encode_json_value
+
+if TYPE_CHECKING:
+    from kvscale.engine.config import ModelShape, RawQuantConfig
+    from kvscale.options import EngineOptions
+    from kvscale.problems import Problem
+
+ScaleValue = float | tuple[float, ...]
+KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
+"""The four per-layer scale parameters of an attention layer, in report order."""
+
+
+class EnginePath(str, Enum):
+    """Which KV-scale loading path a checkpoint takes in the engine."""
+
+    BASE = "base"
+    """A ``BaseKVCacheMethod``: a -1 sentinel, duplication of k to v, fnuz doubling."""
+    COMPRESSED_TENSORS = "compressed-tensors"
+    """vLLM's separate ``CompressedTensorsKVCacheMethod``: float32 ones, no sentinel."""
+    NONE = "none"
+    """No quant method that creates KV-scale parameters: every scale stays 1.0."""
+
+
+class Rule(str, Enum):
+    """How the engine arrived at a layer's k/v scales."""
+
+    SEPARATE = "separate"
+    DUPLICATED = "duplicated"
+    DEFAULT = "default"
+    PARTIAL = "partial"
+    PER_HEAD = "per_head"
+    UNQUANTIZED = "unquantized"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """The checkpoint's quantization config, as one engine reads it."""
+
+    quant_method: str | None = None
+    """Normalized family: compressed-tensors, fp8, modelopt, quark, another method, or None."""
+    raw_method: str | None = None
+    source: str | None = None
+    """``config.json`` or ``hf_quant_config.json``."""
+    raw: Mapping[str, Any] | None = None
+    engine_path: EnginePath = EnginePath.NONE
+    kv_cache_scheme: Any = None
+    """compressed-tensors ``kv_cache_scheme`` (validated at start by the engine)."""
+    ct_has_config_groups: bool = False
+    kv_declaration: str | None = None
+    """Human description of the KV-cache quantization the config declares, if any."""
+    auto_kv_cache_dtype: str = "auto"
+    """What ``--kv-cache-dtype auto`` becomes for this checkpoint."""
+    refusal: str | None = None
+    """Why the engine refuses every attention layer of this model at start, if it does."""
+    ignored_scheme: str | None = None
+    """A declared KV-cache scheme the engine ignores (no KV method, scales dropped), and why."""
+
+    @property
+    def ct_strategy(self) -> str | None:
+        if isinstance(self.kv_cache_scheme, Mapping):
+            strategy = self.kv_cache_scheme.get("strategy")
+            return strategy if isinstance(strategy, str) else None
+        return None
+
+
+@dataclass(frozen=True)
+class ScaleSource:
+    """One checkpoint tensor that feeds a scale parameter of an attention layer."""
+
+    tensor: str
+    file: str
+    dtype: str
+    shape: tuple[int, ...]
+    kind: str
+    convention: Convention
+    load_order: int
+    values: tuple[float, ...] | None
+    """Exact on-disk values; None when not read (over the ``max-scale-elements`` limit)."""
+    path: Path | None = None
+    producer: Producer | None = None
+    """Who wrote it (``conventions.producer_of``); None: the convention's producer."""
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def made_by(self) -> Producer:
+        return self.producer or Producer(self.convention.value, self.convention.producer)
+
+    def to_json(self) -> dict[str, object]:
+        """Provenance of one value, as kv_scales.json and inspect --json record it."""
+        return {
+            "tensor": self.tensor,
+            "file": self.file,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "value": encode_json_value(self.raw_value),
+            "convention": self.convention.value,
+        }
+
+    @property
+    def raw_value(self) -> ScaleValue | None:
+        """The on-disk value for reports: a float for one element, a tuple otherwise."""
+        if self.values is None:
+            return None
+        if self.numel == 1 and self.values:
+            return self.values[0]
+        return tuple(self.values)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Everything besides the tensors that decides a layer's scales (per checkpoint)."""
+
+    engine_path: EnginePath
+    kv_cache_dtype: str
+    platform: str
+    model_dtype: str
+    num_heads: int | None = None
+    num_kv_heads: int | None = None
+    ct_strategy: str | None = None
+    ct_has_config_groups: bool = True
+    refusal: str | None = None
+    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
+    uses_kv_scales: bool = True
+    """The effective KV-cache dtype is quantized per tensor, so k/v scales are used."""
+    scale_dtype: str = "float32"
+    """The dtype the engine's scale parameters hold a loaded value in (vLLM's base path: the
+    model dtype)."""
+
+    @property
+    def fnuz(self) -> bool:
+        return self.platform == "fnuz"
+
+
+@dataclass(frozen=True)
+class ResolvedLayer:
+    """One attention layer after loading: the four device values and how they came about."""
+
+    name: str
+    rule: Rule
+    k_scale: ScaleValue | None
+    v_scale: ScaleValue | None
+    q_scale: ScaleValue | None
+    prob_scale: ScaleValue | None
+    error: str | None = None
+    sources: Mapping[str, ScaleSource] = field(default_factory=dict)
+    """The source each kind was loaded from last (the one that counts), by kind."""
+    shadowed: tuple[ScaleSource, ...] = ()
+    """Sources overwritten by a later tensor feeding the same parameter."""
+    loaded: Mapping[str, ScaleValue] = field(default_factory=dict)
+    """Parameter values after loading, before post-processing (model dtype on the base path)."""
+    used_from_checkpoint: frozenset[str] = frozenset()
+    """Kinds whose final device value comes from the checkpoint (not a default/duplicate)."""
+    checkpoint_prefix: str = ""
+    """The attention module prefix as the checkpoint spells it (``model.layers.0.self_attn``);
+    differs from ``name`` minus ``.attn`` where the model renames prefixes (NemotronH)."""
+
+    def value(self, kind: str) -> ScaleValue | None:
+        kind = BUFFER_KINDS.get(kind, kind)
+        return {
+            "k_scale": self.k_scale,
+            "v_scale": self.v_scale,
+            "q_scale": self.q_scale,
+            "prob_scale": self.prob_scale,
+        }[kind]
+
+
+BUFFER_KINDS = {
+    "_k_scale": "k_scale",
+    "_v_scale": "v_scale",
+    "_q_scale": "q_scale",
+    "_prob_scale": "prob_scale",
+}
+"""vLLM's device buffers (``set_default_quant_scales``, float32 ``[]``) -> the kind they hold.
+A checkpoint tensor named ``<layer>.attn._k_scale`` is loaded into the buffer directly."""
+
+
+@dataclass(frozen=True)
+class MappedName:
+    """Where an engine sends one checkpoint tensor."""
+
+    tensor: str
+    engine_name: str
+    layer: str | None
+    """Engine attention layer (``<prefix>.attn``) when the name is a KV-scale parameter."""
+    kind: str | None
+    """``k_scale``/``v_scale``/``q_scale``/``prob_scale`` or a ``*_zero_point``."""
+    convention: Convention | None
+
+
+@dataclass(frozen=True)
+class UnmappedTensor:
+    """A tensor named like a KV scale that reaches no KV-scale parameter."""
+
+    tensor: str
+    file: str
+    engine_name: str
+    reason: str
+    fails: bool = False
+    """The engine's loader raises on it (vLLM: ``There is no module or parameter named ...``)."""
+    code: str = "unmapped-scale-name"
+    """The problem code it is reported under."""
+
+
+@dataclass(frozen=True)
+class Routed:
+    """Where one checkpoint tensor goes: a layer's scale parameter, nowhere (reported), or it is
+    not a KV-scale tensor at all (both None)."""
+
+    mapped: MappedName | None = None
+    unmapped: UnmappedTensor | None = None
+
+
+@dataclass(frozen=True)
+class NameContext:
+    """What an engine's name mapping depends on besides the name itself."""
+
+    quant: QuantConfig
+    shape: ModelShape
+    attention_prefixes: frozenset[str]
+    """Attention module prefixes evidenced by the projection weights (may be empty)."""
+
+
+class Engine(ABC):
+    """One serving engine's KV-scale rules (one subclass per engine, per mirrored release)."""
+
+    name: str
+    version: str
+    kv_cache_dtypes: tuple[str, ...]
+    """Every value of the engine's own ``--kv-cache-dtype``."""
+
+    def describe(self) -> dict[str, str]:
+        """``{"name", "version"}``: the ``engine`` object of every JSON document."""
+        return {"name": self.name, "version": self.version}
+
+    @abstractmethod
+    def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
+        """The quant method, KV-cache declaration and start-up refusals, as the engine reads the
+        checkpoint's quantization config."""
+
+    @abstractmethod
+    def settings(
+        self,
+        quant: QuantConfig,
+        shape: ModelShape,
+        options: EngineOptions,
+        weight_dtypes: frozenset[str],
+    ) -> tuple[EngineSettings, str]:
+        """The per-checkpoint settings, and how the model dtype was decided."""
+
+    @abstractmethod
+    def route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        """Where the engine's loader sends one checkpoint tensor."""
+
+    @abstractmethod
+    def resolve_layer(
+        self,
+        name: str,
+        sources: Sequence[ScaleSource],
+        settings: EngineSettings,
+        *,
+        checkpoint_prefix: str,
+        refusal: str | None = None,
+    ) -> ResolvedLayer:
+        """What the layer's parameters hold after loading (``refusal``: loading its tensors
+        fails before any value is processed)."""
+
+    def layer_name(self, prefix: str, shape: ModelShape) -> str:
+        """The engine's attention layer name for a checkpoint attention prefix."""
+        return f"{prefix}.attn"
+
+    def unmapped_refusals(
+        self, layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor]
+    ) -> dict[str, tuple[UnmappedTensor, str]]:
+        """Layers whose loading fails because of a tensor that reaches no parameter: layer ->
+        (that tensor, the engine's error)."""
+        return {}
+
+    def engine_problems(
+        self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
+    ) -> list[Problem]:
+        """Problems only this engine has (its own warnings, its own refusals)."""
+        return []
+
+    @abstractmethod
+    def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
+        """The tensor name a normalized checkpoint uses for one scale under the attention
+        ``prefix``: one the engine's mapping sends back to that layer and kind, or None."""

@@ -1,0 +1,206 @@
+"""Engine-neutral facts from config.json: the model's shape, its dtype, its quantization_config.
+
+What an engine *does* with these facts (which quant method, which KV-cache dtype, which loading
+path) lives with the engine (``kvscale/engine/<name>/``). This module only reads and type-checks
+config.json (falling back to ``text_config`` for multimodal models) and finds the
+quantization_config dict, so that every engine sees the same validated input and a wrongly typed
+value is refused once, with the file's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvscale.errors import ConfigError, LimitExceededError, UsageError
+from kvscale.limits import MAX_HEADS, MAX_LAYERS, Limit
+
+_DTYPE_ALIASES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "fp16": "float16",
+    "float32": "float32",
+    "float": "float32",
+    "fp32": "float32",
+}
+
+
+def dtype_alias(value: str) -> str | None:
+    """``bfloat16``/``float16``/``float32`` for a dtype spelling (``torch.bfloat16``, ``bf16``,
+    ``half``, ...), or None."""
+    return _DTYPE_ALIASES.get(value.strip().lower().removeprefix("torch."))
+
+
+def normalize_model_dtype(value: str) -> str:
+    key = value.strip().lower().removeprefix("torch.")
+    if key not in _DTYPE_ALIASES:
+        raise UsageError(f"unknown model dtype {value!r}", hint="use bfloat16, float16 or float32")
+    return _DTYPE_ALIASES[key]
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The architecture facts kvscale needs from config.json."""
+
+    architectures: tuple[str, ...] = ()
+    model_type: str | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    num_key_value_heads: int | None = None
+    config_dtype: str | None = None
+    layer_types: tuple[str, ...] | None = None
+    hybrid_override_pattern: str | None = None
+    head_size: int | None = None
+    """``head_dim``, else ``hidden_size // num_attention_heads`` (only verify's samples use it)."""
+
+    @property
+    def kv_heads(self) -> int | None:
+        return self.num_key_value_heads or self.num_attention_heads
+
+
+def show_value(value: Any) -> str:
+    """A config value for an error message: its JSON type and a short repr (never a 16 MB line)."""
+    kinds = {bool: "boolean", int: "number", float: "number", str: "string"}
+    kind = kinds.get(type(value)) or (
+        "null"
+        if value is None
+        else "list"
+        if isinstance(value, (list, tuple))
+        else "object"
+        if isinstance(value, Mapping)
+        else type(value).__name__
+    )
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{kind} {text}"
+
+
+def _opt_int(
+    config: Mapping[str, Any], key: str, where: str, limit: Limit | None = None
+) -> int | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(where, f"{key} must be a non-negative integer, got {show_value(value)}")
+    if limit is not None and value > limit.value():
+        # Layer lists and per-head scale lists are sized from these numbers: refuse before
+        # anything is allocated from them.
+        raise LimitExceededError(where, f"{key} is {value:,}", hint=limit.describe())
+    return value
+
+
+def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    text = config.get("text_config")
+    return text if isinstance(text, Mapping) else {}
+
+
+def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.json") -> ModelShape:
+    """Architecture facts from config.json (falling back to ``text_config`` for VLMs)."""
+    if config is None:
+        return ModelShape()
+    text = _text_config(config)
+
+    def pick(key: str) -> Any:
+        return config.get(key) if config.get(key) is not None else text.get(key)
+
+    text_raw = config.get("text_config")
+    if text_raw is not None and not isinstance(text_raw, Mapping):
+        raise ConfigError(where, f"text_config must be an object, got {show_value(text_raw)}")
+    archs = config.get("architectures") or ()
+    if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+        raise ConfigError(
+            where, f"architectures must be a list of strings, got {show_value(archs)}"
+        )
+    model_type = pick("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise ConfigError(where, f"model_type must be a string, got {show_value(model_type)}")
+    dtype_key = "dtype" if pick("dtype") is not None else "torch_dtype"
+    dtype = pick(dtype_key)
+    if dtype is not None and not isinstance(dtype, str):
+        raise ConfigError(where, f"{dtype_key} must be a string, got {show_value(dtype)}")
+    layer_types = pick("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+            raise ConfigError(
+                where, f"layer_types must be a list of strings, got {show_value(layer_types)}"
+            )
+        layer_types = tuple(layer_types)
+    pattern = pick("hybrid_override_pattern")
+    if pattern is not None and not isinstance(pattern, str):
+        raise ConfigError(
+            where, f"hybrid_override_pattern must be a string, got {show_value(pattern)}"
+        )
+    source = config if config.get("num_hidden_layers") is not None else text
+    heads_source = config if config.get("num_attention_heads") is not None else text
+    heads = _opt_int(heads_source, "num_attention_heads", where, MAX_HEADS)
+    head_size = pick("head_dim")
+    if not (isinstance(head_size, int) and not isinstance(head_size, bool) and head_size > 0):
+        hidden = pick("hidden_size")
+        valid_hidden = isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0
+        head_size = hidden // heads if valid_hidden and heads else None
+    return ModelShape(
+        architectures=tuple(archs),
+        model_type=model_type,
+        num_hidden_layers=_opt_int(source, "num_hidden_layers", where, MAX_LAYERS),
+        num_attention_heads=heads,
+        num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where, MAX_HEADS),
+        config_dtype=dtype,
+        layer_types=layer_types,
+        hybrid_override_pattern=pattern,
+        head_size=head_size if head_size and head_size <= 65536 else None,
+    )
+
+
+@dataclass(frozen=True)
+class RawQuantConfig:
+    """The quantization_config dict and where it was found."""
+
+    config: Mapping[str, Any]
+    source: str
+    """``config.json`` or ``hf_quant_config.json``."""
+    where: str
+    """The file, for messages (its full path when known)."""
+    key: str
+    """The entry that held it, for messages (``quantization_config``, ...)."""
+
+
+def find_quant_config(
+    config: Mapping[str, Any] | None,
+    hf_quant_config: Mapping[str, Any] | None,
+    where: str = "config.json",
+    *,
+    hf_where: str = "hf_quant_config.json",
+) -> RawQuantConfig | None:
+    """config.json ``quantization_config`` (or ``text_config.quantization_config``, or the older
+    compressed-tensors ``compression_config``), else ModelOpt's legacy ``hf_quant_config.json``.
+
+    vLLM 0.33.0 ``transformers_utils/config.py`` (``get_config``) looks in this order
+    (SGLang 0.5.23 reads the same keys: see ``kvscale/engine/sglang``.)
+    """
+    qc: Any = None
+    key = "quantization_config"
+    if config is not None:
+        qc = config.get("quantization_config")
+        if qc is None:
+            qc, key = (
+                _text_config(config).get("quantization_config"),
+                "text_config.quantization_config",
+            )
+        if qc is None:
+            qc, key = config.get("compression_config"), "compression_config"
+    source = "config.json"
+    if qc is None and hf_quant_config is not None:
+        qc, source, where, key = hf_quant_config, "hf_quant_config.json", hf_where, "the file"
+    if qc is None:
+        return None
+    if not isinstance(qc, Mapping):
+        raise ConfigError(where, f"{key} must be an object, got {show_value(qc)}")
+    method = qc.get("quant_method")
+    if method is not None and not isinstance(method, str):
+        raise ConfigError(where, f"quant_method must be a string, got {show_value(method)}")
+    return RawQuantConfig(qc, source, where, key)

@@ -1,0 +1,250 @@
+"""vLLM 0.33.0: how it reads KV-cache scales from a checkpoint.
+
+* ``quant_config``: quant method detection, ``auto`` KV-cache dtype, model dtype, refusals;
+* ``names``: the cache-scale name mapper;
+* ``architectures``: per-architecture loader facts (stacked renames, custom loaders, prefixes);
+* ``rules``: ``BaseKVCacheMethod`` and ``CompressedTensorsKVCacheMethod`` after loading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+
+from kvscale.conventions import (
+    attention_prefix,
+    engine_layer_name,
+    looks_like_kv_scale,
+)
+from kvscale.engine.base import (
+    BUFFER_KINDS,
+    Engine,
+    EnginePath,
+    EngineSettings,
+    MappedName,
+    NameContext,
+    QuantConfig,
+    ResolvedLayer,
+    Routed,
+    ScaleSource,
+    UnmappedTensor,
+)
+from kvscale.engine.config import ModelShape, RawQuantConfig
+from kvscale.engine.vllm import names, quant_config, rules
+from kvscale.engine.vllm.architectures import (
+    CHECKPOINT_PREFIX_RENAMES,
+    NOT_AUTO_LOADED,
+    OUTPUT_SCALE_DROPPING,
+)
+from kvscale.options import EngineOptions
+from kvscale.problems import Problem, problem
+
+_PARAMETER_KINDS = frozenset(["k_scale", "v_scale", "q_scale", "prob_scale"]) | {
+    f"{k}_zero_point" for k in "kvq"
+}
+_LAYER_PREFIX = re.compile(r"^(.*\.layers\.\d+)\.")
+
+
+@cache
+def _architecture_facts(
+    architectures: tuple[str, ...],
+) -> tuple[bool, bool, tuple[tuple[str, str], ...]]:
+    """(stacked renames run first, top-level AutoWeightsLoader, prefix renames)."""
+    archs = set(architectures)
+    renames: tuple[tuple[str, str], ...] = ()
+    for arch in architectures:
+        renames = renames or CHECKPOINT_PREFIX_RENAMES.get(arch, ())
+    return bool(archs & OUTPUT_SCALE_DROPPING), not (archs & NOT_AUTO_LOADED), renames
+
+
+class VllmEngine(Engine):
+    name = "vllm"
+    version = "0.33.0"
+    kv_cache_dtypes = quant_config.KV_CACHE_DTYPES
+
+    def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
+        return quant_config.parse_quant_config(raw)
+
+    def settings(
+        self,
+        quant: QuantConfig,
+        shape: ModelShape,
+        options: EngineOptions,
+        weight_dtypes: frozenset[str],
+    ) -> tuple[EngineSettings, str]:
+        kv_dtype = quant_config.effective_kv_cache_dtype(options.requested_kv_cache_dtype, quant)
+        model_dtype, how = quant_config.resolve_model_dtype(
+            options.model_dtype, shape, weight_dtypes
+        )
+        settings = EngineSettings(
+            engine_path=quant.engine_path,
+            kv_cache_dtype=kv_dtype,
+            platform=options.platform_name,
+            model_dtype=model_dtype,
+            num_heads=shape.num_attention_heads,
+            num_kv_heads=shape.kv_heads,
+            ct_strategy=quant.ct_strategy,
+            ct_has_config_groups=quant.ct_has_config_groups,
+            refusal=quant.refusal or quant_config.kv_dtype_refusal(kv_dtype, quant),
+            uses_kv_scales=quant_config.is_quantized_kv_cache(kv_dtype)
+            and not quant_config.uses_per_token_head_scales(kv_dtype),
+            # BaseKVCacheMethod builds its parameters under the model dtype; the
+            # compressed-tensors path holds float32 ones.
+            scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
+        )
+        return settings, how
+
+    def layer_name(self, prefix: str, shape: ModelShape) -> str:
+        return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
+
+    def route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        quant = context.quant
+        stacked_first, auto_loaded, _ = _architecture_facts(context.shape.architectures)
+        has_quant_config = quant.raw is not None
+        if has_quant_config:
+            mapped = names.map_name(tensor, quant.quant_method, stacked_first)
+        else:
+            # Without a quantization config the loader applies no cache-scale mapper at all;
+            # only the device buffers' own names (attn._k_scale) still reach a module.
+            mapped = names.map_name(tensor, None)
+            if mapped.kind not in BUFFER_KINDS:
+                mapped = MappedName(tensor, tensor, None, None, None)
+        if mapped.layer is not None and mapped.kind is not None:
+            prefixes = context.attention_prefixes
+            if prefixes and attention_prefix(mapped.layer) not in prefixes:
+                # e.g. model.layers.0.mlp.k_scale -> model.layers.0.mlp.attn.k_scale: no module.
+                reason = (
+                    f"maps to {mapped.engine_name}, but {mapped.layer} is not an attention "
+                    "layer of this checkpoint"
+                )
+                return Routed(
+                    unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, auto_loaded)
+                )
+            if quant.engine_path is EnginePath.NONE and mapped.kind in _PARAMETER_KINDS:
+                # A quant config without a KV method (e.g. GPTQ): the attention layer has no
+                # such parameter and `.k_scale`-like names are ignorable unexpected suffixes.
+                reason = (
+                    f"quant_method {quant.quant_method} creates no KV-scale parameters; ignored"
+                )
+                return Routed(
+                    unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, False)
+                )
+            return Routed(mapped=mapped)
+        if not looks_like_kv_scale(tensor):
+            return Routed()
+        code = "unmapped-scale-name"
+        if not has_quant_config:
+            reason = "config.json has no quantization_config, so no KV-scale name mapping runs"
+        elif tensor.endswith("output_scale") and stacked_first:
+            reason = (
+                "this architecture's q/k/v_proj -> qkv_proj rename runs before the "
+                "output_scale convention"
+            )
+            if tensor.endswith("_proj.output_scale"):
+                code = "dropped-by-architecture"
+        elif tensor.endswith("output_scale"):
+            reason = (
+                "output_scale names are KV scales only under quant_method fp8 or quark, "
+                f"not {quant.quant_method}"
+            )
+        else:
+            reason = "no KV-scale convention maps this name to an attention layer"
+        return Routed(
+            unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, auto_loaded, code)
+        )
+
+    def resolve_layer(
+        self,
+        name: str,
+        sources: Sequence[ScaleSource],
+        settings: EngineSettings,
+        *,
+        checkpoint_prefix: str,
+        refusal: str | None = None,
+    ) -> ResolvedLayer:
+        return rules.resolve_layer(
+            name, sources, settings, checkpoint_prefix=checkpoint_prefix, refusal=refusal
+        )
+
+    def unmapped_refusals(
+        self, layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor]
+    ) -> dict[str, tuple[UnmappedTensor, str]]:
+        """``AutoWeightsLoader._load_module`` (models/utils.py) raises for any name it cannot
+        route to a module or parameter, unless it ends with one of the quant config's ignorable
+        suffixes (``.k_scale`` ...) under an existing module. The failure belongs to the
+        attention layer with the same ``layers.N`` prefix; a name outside every attention layer
+        fails them all."""
+        out: dict[str, tuple[UnmappedTensor, str]] = {}
+        for item in unmapped:
+            if not item.fails:
+                continue
+            why = (
+                f"ValueError: There is no module or parameter named '{item.engine_name}' "
+                f"({item.tensor!r}: {item.reason})"
+            )
+            match = _LAYER_PREFIX.match(item.tensor)
+            owners = [n for n in layer_names if match and n.startswith(match.group(1) + ".")]
+            for owner in owners or layer_names:
+                out.setdefault(owner, (item, why))
+        return out
+
+    def engine_problems(
+        self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
+    ) -> list[Problem]:
+        # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
+        # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
+        # warns once per process: one problem naming every such layer.
+        if settings.engine_path is not EnginePath.BASE or settings.kv_cache_dtype != "fp8":
+            return []
+        lacking: dict[str, list[str]] = {}
+        for layer in layers:
+            if layer.rule.value in ("error", "unquantized"):
+                continue
+            ones = [k for k in ("q_scale", "prob_scale") if layer.value(k) == 1.0]
+            if ones:
+                lacking.setdefault(" and ".join(ones), []).append(layer.name)
+        out: list[Problem] = []
+        for kinds, layer_names in lacking.items():
+            shown = ", ".join(layer_names[:3]) + (
+                f" and {len(layer_names) - 3} more" if len(layer_names) > 3 else ""
+            )
+            verb = "is" if " and " not in kinds else "are"
+            out.append(
+                problem(
+                    "uncalibrated-q-prob",
+                    f"{kinds} {verb} 1.0 (uncalibrated) for fp8 attention backends in "
+                    f"{len(layer_names)} of {len(layers)} layers ({shown}); the engine warns once",
+                )
+            )
+        return out
+
+    def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
+        """The first candidate that the cache-scale mapper sends back to (``<prefix>.attn``,
+        kind): ``<prefix>.<kind>`` (prob: ``<prefix>.prob_output_scale``), then the parameter's
+        own name ``<prefix>.attn.<kind>``.
+
+        ``prob_output_scale`` reaches the engine only through the Fp8Config/QuarkConfig suffix
+        map (``quantization/fp8.py``, ``quark/quark.py``) and only after ``.self_attn``; under
+        ModelOpt (and for ``mixer`` prefixes) ``<prefix>.attn.prob_scale`` is the one name that
+        loads, because it is the parameter itself.
+        """
+        method = context.quant.quant_method
+        stacked_first = _architecture_facts(context.shape.architectures)[0]
+        candidates = []
+        if kind == "prob_scale":
+            if method in names.OUTPUT_SCALE_METHODS:
+                candidates.append(f"{prefix}.prob_output_scale")
+        else:
+            candidates.append(f"{prefix}.{kind}")
+        candidates.append(f"{prefix}.attn.{kind}")
+        for candidate in candidates:
+            mapped = names.map_name(candidate, method, stacked_first)
+            if mapped.layer == f"{prefix}.attn" and mapped.kind == kind:
+                return candidate
+        return None
+
+
+VLLM = VllmEngine()
+
+__all__ = ["VLLM", "VllmEngine"]

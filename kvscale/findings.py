@@ -1,0 +1,453 @@
+"""Problems with a checkpoint's KV scales, judged from the resolved layers (engine-neutral).
+
+Each problem has a stable code (``kvscale.problems.CATALOGUE``). A value problem is an error when
+the engine uses the value and a warning when it ignores it; what the engine does is already in
+the ``ResolvedLayer`` (its rules live with the engine), so nothing here re-derives engine rules.
+Problems that only one engine has come from ``Engine.engine_problems``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kvscale.conventions import Convention, layer_sort_key
+from kvscale.engine.base import (
+    EnginePath,
+    EngineSettings,
+    QuantConfig,
+    ResolvedLayer,
+    Rule,
+    UnmappedTensor,
+)
+from kvscale.floats import FLOAT_DTYPES, is_subnormal, round_to_dtype
+from kvscale.problems import Problem, Severity, problem
+
+UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24}
+"""Rounding a scale to the engine's parameter dtype is reported (``precision-lost``) only when
+it changes the value by more than the dtype's unit roundoff, the most round-to-nearest can change
+a normal number (half an ulp, relatively: 2^-8 for bfloat16's 8 significant bits, so 0.3 ->
+0.30078125, 2.6e-3, is normal). Within it, rounding is the engine's normal behaviour (every
+float32 ModelOpt scale under a bf16 model) and is only summarized (``Rounding``); past it the
+value was subnormal in that dtype and really lost precision."""
+
+MAX_NAMED = 3
+"""Layers or tensors named in one grouped message before "and N more"."""
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """Checkpoint scales the engine rounds to its parameter dtype within ``UNIT_ROUNDOFF``."""
+
+    dtype: str
+    values: int
+    max_rel_change: float
+
+
+def _fmt(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
+def _names(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:MAX_NAMED])
+    return shown + (f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
+
+
+def _value_class(value: float) -> str | None:
+    if math.isnan(value):
+        return "scale-nan"
+    if math.isinf(value):
+        return "scale-infinite" if value > 0 else "scale-negative"
+    if value == 0.0:
+        return "scale-zero"
+    if value < 0.0:
+        return "scale-negative"
+    if is_subnormal(value):
+        return "scale-subnormal"
+    return None
+
+
+def layer_problems(
+    layers: Sequence[ResolvedLayer],
+    settings: EngineSettings,
+    explained: frozenset[str] = frozenset(),
+) -> tuple[list[Problem], Rounding | None]:
+    """Per-layer problems, and the summary of the engine's normal rounding.
+
+    ``explained``: refused layers whose refusal another (grouped) problem already reports.
+    """
+    out: list[Problem] = []
+    rounded: list[float] = []
+    for layer in layers:
+        name = layer.name
+        if layer.rule is Rule.ERROR and name not in explained:
+            out.append(
+                problem("layer-refused", layer.error or "the engine refuses this layer", name)
+            )
+        for src in [*layer.sources.values(), *layer.shadowed]:
+            if src.dtype not in FLOAT_DTYPES and src.kind.endswith("_scale"):
+                out.append(
+                    problem(
+                        "unusual-scale-dtype",
+                        f"{src.tensor} is stored as {src.dtype}; the engine converts it on load",
+                        name,
+                    )
+                )
+            if src.convention is Convention.LEGACY_KV_SCALE and src in layer.sources.values():
+                out.append(
+                    problem(
+                        "legacy-kv-scale",
+                        f"{src.tensor} is a deprecated single kv_scale: the engine loads it as "
+                        "k_scale and duplicates it to v; write separate k_scale and v_scale",
+                        name,
+                    )
+                )
+        out.extend(_duplicate_problems(layer))
+        inert = layer.rule in (Rule.ERROR, Rule.UNQUANTIZED)
+        values, changes = _value_problems(layer, settings, ignored_only=inert)
+        out.extend(values)
+        rounded.extend(changes)
+        if inert or settings.engine_path is EnginePath.NONE or not settings.uses_kv_scales:
+            continue
+        out.extend(_coverage_problems(layer, settings))
+    rounding = None
+    if rounded:
+        rounding = Rounding(settings.scale_dtype, len(rounded), max(rounded))
+    return out, rounding
+
+
+def _coverage_problems(layer: ResolvedLayer, settings: EngineSettings) -> list[Problem]:
+    name = layer.name
+    has_k, has_v = "k_scale" in layer.sources, "v_scale" in layer.sources
+    base = settings.engine_path is EnginePath.BASE
+    if layer.rule is Rule.DEFAULT:
+        return [
+            problem(
+                "default-scale-used",
+                "no k_scale/v_scale reaches this layer; the engine uses 1.0 for both"
+                + (" (not doubled on fnuz)" if settings.fnuz and base else ""),
+                name,
+            )
+        ]
+    if layer.rule is Rule.PARTIAL:
+        missing = "k_scale" if not has_k else "v_scale"
+        return [
+            problem(
+                "scale-missing",
+                f"{missing} is missing; the compressed-tensors path leaves it at 1.0",
+                name,
+            )
+        ]
+    if layer.rule is Rule.DUPLICATED and not has_v:
+        k_src = layer.sources.get("k_scale")
+        if k_src is not None and k_src.convention is not Convention.LEGACY_KV_SCALE:
+            return [
+                problem("scale-missing", "v_scale is missing; the engine uses k_scale for v", name)
+            ]
+    if layer.rule is Rule.PER_HEAD and not (has_k and has_v):
+        missing = "k_scale" if not has_k else "v_scale"
+        return [
+            problem("scale-missing", f"{missing} is missing; every head of it stays at 1.0", name)
+        ]
+    return []
+
+
+def _duplicate_problems(layer: ResolvedLayer) -> list[Problem]:
+    out: list[Problem] = []
+    for old in layer.shadowed:
+        winner = layer.sources[old.kind]
+        differ = old.values != winner.values or old.dtype != winner.dtype
+        out.append(
+            problem(
+                "duplicate-scale-source",
+                f"{old.tensor} ({old.file}) and {winner.tensor} ({winner.file}) both feed "
+                f"{old.kind}; the engine keeps {winner.tensor} from {winner.file} (loaded last)"
+                + ("; their values differ" if differ else ""),
+                layer.name,
+                severity=Severity.ERROR if differ else Severity.WARNING,
+            )
+        )
+    return out
+
+
+def _value_problems(
+    layer: ResolvedLayer, settings: EngineSettings, *, ignored_only: bool
+) -> tuple[list[Problem], list[float]]:
+    """Value problems, and the relative changes of the engine's normal rounding."""
+    out: list[Problem] = []
+    rounded: list[float] = []
+    target = settings.scale_dtype
+    for kind, src in layer.sources.items():
+        if src.values is None or not kind.endswith("_scale"):
+            continue
+        used = kind in layer.used_from_checkpoint and not ignored_only
+        fallback = _fallback_text(layer, kind)
+        for i, raw in enumerate(src.values):
+            where = f"{src.tensor}" + (f"[{i}]" if len(src.values) > 1 else "")
+            cls = _value_class(raw)
+            if cls is not None:
+                tail = (
+                    " and the engine uses it as is"
+                    if used
+                    else (f"; the engine ignores it and {fallback}" if fallback else "")
+                )
+                out.append(
+                    problem(
+                        cls,
+                        f"{kind} is {_fmt(raw)} in {where}{tail}",
+                        layer.name,
+                        severity=Severity.ERROR if used else Severity.WARNING,
+                    )
+                )
+                continue
+            if src.dtype == "F32" and target == "float32":
+                loaded = raw
+            else:
+                loaded = round_to_dtype(raw, target)
+            if math.isinf(loaded):
+                out.append(
+                    problem(
+                        "scale-overflow",
+                        f"{kind} {_fmt(raw)} in {where} becomes inf in {target}",
+                        layer.name,
+                        severity=Severity.ERROR if used else Severity.WARNING,
+                    )
+                )
+                continue
+            if loaded == 0.0:
+                out.append(
+                    problem(
+                        "scale-underflow",
+                        f"{kind} {_fmt(raw)} in {where} rounds to 0 in {target}",
+                        layer.name,
+                    )
+                )
+                continue
+            if used and loaded != raw:
+                rel = abs(loaded - raw) / abs(raw)
+                bound = UNIT_ROUNDOFF.get(target, 0.0)
+                if rel <= bound:
+                    rounded.append(rel)
+                else:
+                    held = layer.value(kind)
+                    held_text = (
+                        f"; the engine holds {_fmt(held)}"
+                        if isinstance(held, float) and held != loaded
+                        else ""
+                    )
+                    out.append(
+                        problem(
+                            "precision-lost",
+                            f"{kind} {_fmt(raw)} in {where} is loaded as {_fmt(loaded)} "
+                            f"({target}; relative change {rel:.2e}, more than the "
+                            f"{bound:.2e} of normal rounding: the value is subnormal in "
+                            f"{target}){held_text}",
+                            layer.name,
+                        )
+                    )
+            if used and raw == 1.0:
+                out.append(
+                    problem(
+                        "scale-equals-default",
+                        f"{kind} is exactly 1.0 in {where}, indistinguishable from the "
+                        "uncalibrated default",
+                        layer.name,
+                    )
+                )
+        device = layer.value(kind)
+        if used and isinstance(device, tuple) and settings.ct_strategy == "attn_head":
+            n = settings.num_kv_heads or 0
+            count = len(src.values)
+            if kind == "q_scale" and settings.num_heads and settings.num_kv_heads:
+                count = count // max(1, settings.num_heads // settings.num_kv_heads)
+            if count > n:
+                out.append(
+                    problem(
+                        "per-head-truncated",
+                        f"{src.tensor} holds {count} per-head values for {n} kv heads; the engine "
+                        f"keeps the first {n}",
+                        layer.name,
+                    )
+                )
+            elif count == 1 and n > 1:
+                out.append(
+                    problem(
+                        "per-head-broadcast",
+                        f"{src.tensor} holds one value; the engine copies it to all {n} heads",
+                        layer.name,
+                    )
+                )
+    return out, rounded
+
+
+def _fallback_text(layer: ResolvedLayer, kind: str) -> str:
+    value = layer.value(kind)
+    if value is None:
+        return ""
+    shown = _fmt(value) if isinstance(value, float) else "per-head values"
+    if layer.rule is Rule.DUPLICATED and kind in ("k_scale", "v_scale"):
+        return f"uses {shown} (the other scale) instead"
+    return f"uses {shown} instead"
+
+
+_OWNER = re.compile(r"^(.*?\.(?:self_attn|mixer))\.")
+
+
+def owner_layer(tensor: str) -> str | None:
+    """The attention layer a tensor name sits under (``<...self_attn>.attn``), if any."""
+    match = _OWNER.match(tensor)
+    return f"{match.group(1)}.attn" if match else None
+
+
+def unmapped_problems(
+    unmapped: Sequence[UnmappedTensor], refused_by: Mapping[str, UnmappedTensor]
+) -> list[Problem]:
+    """One problem per code and reason, naming its tensors and the layers it makes fail.
+
+    ``refused_by``: layer -> the tensor whose loading fails that layer.
+    """
+    groups: dict[tuple[str, str, bool], list[UnmappedTensor]] = defaultdict(list)
+    for item in unmapped:
+        groups[(item.code, item.reason, item.fails)].append(item)
+    out: list[Problem] = []
+    for (code, reason, fails), items in groups.items():
+        tensors = [f"{u.tensor} ({u.file})" for u in items]
+        members = {id(u) for u in items}
+        if fails:
+            owners = {name for name, u in refused_by.items() if id(u) in members}
+        else:
+            owners = {owner for u in items if (owner := owner_layer(u.tensor)) is not None}
+        layers = tuple(sorted(owners, key=layer_sort_key))
+        if len(items) == 1:
+            head = f"{tensors[0]} is not used as a KV scale: {reason}"
+        else:
+            head = f"{len(items)} tensors are not used as KV scales ({_names(tensors)}): {reason}"
+        if fails:
+            head += (
+                "; the engine's loader refuses "
+                + ("it" if len(items) == 1 else "them")
+                + (
+                    f", so {len(layers)} layer{'s fail' if len(layers) != 1 else ' fails'} to load"
+                    if layers
+                    else ""
+                )
+                + "; rename to <attention prefix>.k_scale / v_scale (the names every quant "
+                "method maps), or remove"
+            )
+        out.append(
+            problem(
+                code,
+                head,
+                layers[0] if len(layers) == 1 else None,
+                severity=Severity.ERROR if fails else Severity.WARNING,
+                layers=layers,
+            )
+        )
+    return out
+
+
+def model_problems(
+    layers: Sequence[ResolvedLayer],
+    settings: EngineSettings,
+    quant: QuantConfig,
+    unmapped: Sequence[UnmappedTensor],
+    refused_by: Mapping[str, UnmappedTensor],
+    scale_like_count: int,
+) -> list[Problem]:
+    """Problems of the model as a whole: coverage, declarations, unused or unplaced scales."""
+    out: list[Problem] = []
+    kv_kinds = ("k_scale", "v_scale")
+    scaled = [layer for layer in layers if any(k in layer.sources for k in kv_kinds)]
+    unscaled = [
+        layer
+        for layer in layers
+        if layer.rule is not Rule.ERROR and not any(k in layer.sources for k in kv_kinds)
+    ]
+    any_sources = any(layer.sources for layer in layers)
+    if scaled and unscaled:
+        out.append(
+            problem(
+                "coverage-gap",
+                f"{len(scaled)} of {len(layers)} attention layers have k/v scales; none for "
+                f"{_names([layer.name for layer in unscaled])}",
+            )
+        )
+    if quant.kv_declaration and not any_sources and layers:
+        if scale_like_count:
+            found = (
+                f"{scale_like_count} KV-scale tensor{'s' if scale_like_count != 1 else ''} "
+                "were found but none reaches a layer (see "
+                + ", ".join(sorted({u.code for u in unmapped}))
+                + ")"
+            )
+        else:
+            found = "no KV-scale tensor was found"
+        out.append(
+            problem(
+                "declared-scheme-no-scales",
+                f"the config declares {quant.kv_declaration} but {found}; every layer the engine "
+                "loads uses 1.0",
+            )
+        )
+    if (
+        any_sources
+        and not settings.uses_kv_scales
+        and settings.refusal is None
+        and settings.engine_path is not EnginePath.NONE
+    ):
+        hint = (
+            f" ({quant.quant_method} checkpoints default to an unquantized cache: serve with "
+            "--kv-cache-dtype fp8)"
+            if settings.kv_cache_dtype == "auto"
+            else ""
+        )
+        out.append(
+            problem(
+                "scales-unused",
+                f"KV scales are present but the KV cache dtype is {settings.kv_cache_dtype}, "
+                f"which does not use them{hint}",
+            )
+        )
+    if settings.engine_path is EnginePath.NONE:
+        if quant.raw is not None and quant.quant_method is None:
+            out.append(
+                problem(
+                    "unknown-quant-method",
+                    "quantization_config has no quant_method; the engine cannot use it",
+                )
+            )
+        if scale_like_count:
+            first = unmapped[0].tensor if unmapped else ""
+            fails = any(item.fails for item in unmapped)
+            out.append(
+                problem(
+                    "scales-without-quant-config",
+                    f"{scale_like_count} KV-scale tensors (e.g. {first}) but "
+                    + (
+                        f"quant_method {quant.quant_method} creates no KV-scale parameters"
+                        if quant.quant_method
+                        else "config.json declares no quantization_config, so the loader "
+                        "cannot place them and refuses the model"
+                    ),
+                    severity=Severity.ERROR if fails else Severity.WARNING,
+                    layers=tuple(sorted(refused_by, key=layer_sort_key)),
+                )
+            )
+    else:
+        out.extend(unmapped_problems(unmapped, refused_by))
+    if not layers:
+        out.append(
+            problem(
+                "no-attention-layers",
+                "no attention layer found in config.json or the weight names: this does not "
+                "look like a model checkpoint",
+            )
+        )
+    return out

@@ -1,0 +1,1 @@
+"""Reading and writing files: safetensors, checkpoint layouts, atomic output directories."""

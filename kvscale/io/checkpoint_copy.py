@@ -1,0 +1,254 @@
+"""A copy of a checkpoint with some scale tensors replaced: which files are rewritten, which are
+copied byte for byte, and the index that goes with them.
+
+Used by ``normalize --checkpoint`` and ``calibrate --checkpoint``. Plans only (``FileJob`` list
+for ``kvscale.io.staging.write_output``); nothing is written here. What holds:
+
+* shards are rewritten only where tensors are removed or added (``plan_layout`` keeps every
+  other tensor's bytes, copied by the kernel); all other files are copied whole;
+* a symbolic link whose target lies outside the checkpoint (a private key, another model) is
+  never followed: it is skipped and reported; Hugging Face snapshots, whose files link into the
+  repository's ``blobs/``, count the repository as the checkpoint;
+* every copy keeps its source's permission bits at most (a 0600 file stays 0600);
+* only regular files are copied (FIFOs, devices and sockets are skipped and reported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvscale.errors import InputError
+from kvscale.io.checkpoint import INDEX_NAME, Checkpoint
+from kvscale.io.safetensors_write import NewTensor, plan_layout
+from kvscale.io.staging import FileJob
+
+SKIPPED_DIRS = frozenset([".git"])
+"""Version-control data is not checkpoint content (and can hold a second copy of the weights)."""
+
+
+@dataclass(frozen=True)
+class ShardEdit:
+    """What changes in one shard: tensors removed, tensors added, metadata entries set."""
+
+    remove: frozenset[str] = frozenset()
+    add: tuple[NewTensor, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    jobs: tuple[FileJob, ...]
+    removed: tuple[tuple[str, str], ...]
+    """(shard, tensor) removed."""
+    added: tuple[tuple[str, str], ...]
+    """(shard, tensor) added."""
+    collisions: tuple[tuple[str, str], ...]
+    """(shard, tensor) that would be added under a name the copy keeps elsewhere."""
+    skipped: tuple[tuple[str, str], ...]
+    """(relative path, why) of files that are not copied."""
+
+
+def _containment_root(ckpt: Checkpoint) -> Path:
+    """Links may point anywhere inside this directory (a Hugging Face repository for a
+    snapshot, else the checkpoint directory itself)."""
+    root = Path(os.path.realpath(ckpt.root))
+    if ckpt.layout == "hf-cache":
+        # snapshots/<rev>/ -> the models--ORG--NAME directory that also holds blobs/.
+        return root.parent.parent
+    return root
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def other_files(
+    ckpt: Checkpoint, exclude: set[str]
+) -> tuple[list[tuple[str, Path, int]], list[tuple[str, str]]]:
+    """Every other file of the checkpoint as (relative path, source, mode), sorted; and what
+    is skipped, with why."""
+    files: list[tuple[str, Path, int]] = []
+    skipped: list[tuple[str, str]] = []
+    boundary = _containment_root(ckpt)
+    if ckpt.layout == "file":
+        for name in ("config.json", "hf_quant_config.json"):
+            path = ckpt.root / name
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((name, path, stat.S_IMODE(st.st_mode)))
+        return files, skipped
+    root = ckpt.root
+
+    def onerror(exc: OSError) -> None:
+        raise InputError(exc.filename or root, f"cannot read: {exc.strerror}")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        rel_dir = os.path.relpath(dirpath, root)
+        kept_dirs = []
+        for d in sorted(dirnames):
+            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+            full = Path(dirpath) / d
+            if d in SKIPPED_DIRS:
+                skipped.append((rel, "version-control data"))
+            elif full.is_symlink():
+                skipped.append((rel, "symbolic link to a directory"))
+            else:
+                kept_dirs.append(d)
+        dirnames[:] = kept_dirs
+        for f in sorted(filenames):
+            rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+            if rel in exclude:
+                continue
+            full = Path(dirpath) / f
+            if full.is_symlink() and not _within(Path(os.path.realpath(full)), boundary):
+                skipped.append((rel, "symbolic link to a file outside the checkpoint"))
+                continue
+            try:
+                st = os.stat(full)
+            except OSError:
+                skipped.append((rel, "dangling or looping symbolic link"))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                skipped.append((rel, "not a regular file"))
+                continue
+            files.append((rel, full, stat.S_IMODE(st.st_mode)))
+    return files, skipped
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def plan_copy(
+    ckpt: Checkpoint,
+    edits: Mapping[str, ShardEdit],
+    prefix: str,
+    *,
+    replaced: Mapping[str, bytes] | None = None,
+) -> CopyPlan:
+    """Jobs that write the checkpoint under ``prefix`` (e.g. ``checkpoint``) with ``edits``
+    applied per shard; ``replaced``: other files (relative path -> new bytes, e.g. a new
+    config.json) written instead of copied."""
+    replaced = dict(replaced or {})
+    kept_names: set[str] = set()
+    for name in ckpt.files:
+        remove = edits[name].remove if name in edits else frozenset()
+        kept_names.update(n for n in ckpt.headers[name].tensors if n not in remove)
+    collisions: list[tuple[str, str]] = []
+    new_names: set[str] = set()
+    for shard in ckpt.files:
+        for tensor in edits[shard].add if shard in edits else ():
+            if tensor.name in kept_names or tensor.name in new_names:
+                collisions.append((shard, tensor.name))
+            new_names.add(tensor.name)
+
+    jobs: list[FileJob] = []
+    removed: list[tuple[str, str]] = []
+    added: list[tuple[str, str]] = []
+    shard_sizes: dict[str, int] = {}
+    rewritten = False
+    for shard in ckpt.files:
+        header = ckpt.headers[shard]
+        source = ckpt.path_of(shard)
+        rel = f"{prefix}/{shard}"
+        edit = edits.get(shard)
+        mode = _mode(source)
+        if edit is not None and (edit.remove or edit.add or edit.metadata):
+            keep = [info for n, info in header.tensors.items() if n not in edit.remove]
+            metadata = dict(header.metadata or {})
+            metadata.update(edit.metadata)
+            layout = plan_layout(keep, edit.add, metadata if metadata or header.metadata else None)
+            jobs.append(
+                FileJob(rel, "rewritten", layout.size, source=source, layout=layout, mode=mode)
+            )
+            shard_sizes[shard] = sum(size for *_, size in layout.tensors)
+            removed.extend((shard, n) for n in sorted(edit.remove & set(header.tensors)))
+            added.extend((shard, t.name) for t in sorted(edit.add, key=lambda t: t.name))
+            rewritten = rewritten or bool(edit.remove or edit.add)
+        else:
+            jobs.append(FileJob(rel, "copied", header.file_size, source=source, mode=mode))
+            shard_sizes[shard] = sum(info.nbytes for info in header.tensors.values())
+
+    exclude = set(ckpt.files)
+    if ckpt.index is not None and rewritten:
+        exclude.add(INDEX_NAME)
+        blob = _index_bytes(ckpt.index, removed, added, shard_sizes)
+        jobs.append(
+            FileJob(
+                f"{prefix}/{INDEX_NAME}",
+                "generated",
+                len(blob),
+                data=blob,
+                mode=_mode(ckpt.root / INDEX_NAME),
+            )
+        )
+    for rel, data in sorted(replaced.items()):
+        exclude.add(rel)
+        jobs.append(
+            FileJob(
+                f"{prefix}/{rel}", "generated", len(data), data=data, mode=_mode(ckpt.root / rel)
+            )
+        )
+    others, skipped = other_files(ckpt, exclude)
+    for rel, src, mode in others:
+        try:
+            size = os.stat(src).st_size
+        except OSError as exc:
+            raise InputError(src, f"cannot read: {exc.strerror}") from None
+        jobs.append(FileJob(f"{prefix}/{rel}", "copied", size, source=src, mode=mode))
+    return CopyPlan(tuple(jobs), tuple(removed), tuple(added), tuple(collisions), tuple(skipped))
+
+
+def _index_bytes(
+    index: Mapping[str, object],
+    removed: Sequence[tuple[str, str]],
+    added: Sequence[tuple[str, str]],
+    shard_sizes: Mapping[str, int],
+) -> bytes:
+    doc = json.loads(json.dumps(index))  # a deep copy of plain JSON
+    weight_map = doc["weight_map"]
+    for shard, name in removed:
+        if weight_map.get(name) == shard:
+            del weight_map[name]
+    for shard, name in added:
+        weight_map[name] = shard
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+        doc["metadata"] = metadata
+    indexed = set(weight_map.values())
+    metadata["total_size"] = sum(size for shard, size in shard_sizes.items() if shard in indexed)
+    # transformers' save_pretrained format: indent 2, sorted keys, trailing newline.
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def input_paths(ckpt: Checkpoint) -> list[Path]:
+    """Every path the input consists of (for ``staging.check_not_input``): the checkpoint as
+    given, its directory, every shard and the directory its real file lies in (an HF cache's
+    ``blobs/``), and the real path of every other file a copy would read."""
+    paths: list[Path] = [Path(ckpt.given)]
+    if ckpt.layout != "file":
+        # (A single file's directory is not the input: outputs may go beside it.)
+        paths += [ckpt.root, _containment_root(ckpt)]
+    for name in ckpt.files:
+        real = Path(os.path.realpath(ckpt.path_of(name)))
+        paths.append(ckpt.path_of(name))
+        paths.append(real)
+        if ckpt.layout != "file":
+            paths.append(real.parent)
+    for name in ("config.json", "hf_quant_config.json", INDEX_NAME):
+        path = ckpt.root / name
+        if os.path.lexists(path):
+            paths.append(Path(os.path.realpath(path)))
+    return paths

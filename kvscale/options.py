@@ -1,0 +1,122 @@
+"""Engine options: what the user asks the engine to do, validated once, merged once.
+
+Every command that resolves scales takes one :class:`EngineOptions`. A field left ``None`` means
+"not chosen": the policy file may fill it, and otherwise the engine's default applies
+(``auto`` KV-cache dtype, the ``ocp`` platform, the config's model dtype). The one merge is
+:meth:`EngineOptions.over`: command line over policy file over defaults; nothing else in
+kvscale decides which value wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kvscale.engine.config import normalize_model_dtype
+from kvscale.errors import UsageError
+
+if TYPE_CHECKING:
+    from kvscale.engine.base import Engine
+
+
+class Platform(str, Enum):
+    """Where the FP8 cache runs: NVIDIA / OCP e4m3fn, or ROCm MI300 (e4m3fnuz)."""
+
+    OCP = "ocp"
+    FNUZ = "fnuz"
+
+
+class EngineName(str, Enum):
+    VLLM = "vllm"
+    SGLANG = "sglang"
+
+
+DEFAULT_KV_CACHE_DTYPE = "auto"
+DEFAULT_PLATFORM = Platform.OCP
+
+
+def parse_platform(value: str | Platform) -> Platform:
+    if isinstance(value, Platform):
+        return value
+    try:
+        return Platform(str(value).strip().lower())
+    except ValueError:
+        raise UsageError(f"unknown platform {value!r}", hint="use ocp or fnuz") from None
+
+
+def parse_engine(value: str | EngineName) -> EngineName:
+    if isinstance(value, EngineName):
+        return value
+    try:
+        return EngineName(str(value).strip().lower())
+    except ValueError:
+        known = ", ".join(e.value for e in EngineName)
+        raise UsageError(f"unknown engine {value!r}", hint=f"use one of: {known}") from None
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The engine and its settings as chosen by the user (``None``: not chosen)."""
+
+    engine: EngineName | None = None
+    kv_cache_dtype: str | None = None
+    platform: Platform | None = None
+    model_dtype: str | None = None
+    """``bfloat16``, ``float16`` or ``float32`` (normalized); None: the config's dtype."""
+
+    def __post_init__(self) -> None:
+        # Validated here, once, whatever the origin (command line, policy file, Python API).
+        if self.engine is not None and not isinstance(self.engine, EngineName):
+            object.__setattr__(self, "engine", parse_engine(self.engine))
+        if self.platform is not None and not isinstance(self.platform, Platform):
+            object.__setattr__(self, "platform", parse_platform(self.platform))
+        if self.model_dtype is not None:
+            object.__setattr__(self, "model_dtype", normalize_model_dtype(self.model_dtype))
+        if self.kv_cache_dtype is not None:
+            # Without an engine yet (a command line merged later with a policy file's engine),
+            # any engine's dtype is acceptable here; the engine checks its own list again.
+            from kvscale.engine import all_kv_cache_dtypes
+
+            dtypes = self.rules.kv_cache_dtypes if self.engine else all_kv_cache_dtypes()
+            if self.kv_cache_dtype not in dtypes:
+                raise UsageError(
+                    f"unknown KV-cache dtype {self.kv_cache_dtype!r}"
+                    + (f" for {self.engine.value}" if self.engine else ""),
+                    hint="one of: " + ", ".join(dtypes),
+                )
+
+    def over(self, fallback: EngineOptions) -> EngineOptions:
+        """These options, with the fields left ``None`` taken from ``fallback``."""
+        chosen = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(
+            fallback, **{name: value for name, value in chosen.items() if value is not None}
+        )
+
+    @property
+    def engine_name(self) -> EngineName:
+        return self.engine or EngineName.VLLM
+
+    @property
+    def rules(self) -> Engine:
+        """The engine whose rules these options select."""
+        from kvscale.engine import get_engine
+
+        return get_engine(self.engine_name)
+
+    @property
+    def requested_kv_cache_dtype(self) -> str:
+        return self.kv_cache_dtype or DEFAULT_KV_CACHE_DTYPE
+
+    @property
+    def platform_name(self) -> str:
+        return (self.platform or DEFAULT_PLATFORM).value
+
+    def chosen(self) -> dict[str, str]:
+        """The fields the user set, as strings (for reports: which options were applied)."""
+        out: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = value.value if isinstance(value, Enum) else str(value)
+        return out
