@@ -37,7 +37,6 @@ from kvscale.engine.config import ModelShape, find_quant_config, parse_model_sha
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
 from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, open_checkpoint
-from kvscale.io.safetensors import read_tensor_bytes
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.options import EngineOptions
@@ -148,8 +147,8 @@ def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
         for name, header in ckpt.headers.items()
         if header.metadata is not None and NORMALIZED_MARK in header.metadata
     }
-    by_layer: dict[str, list[ScaleSource]] = defaultdict(list)
     unmapped: list[UnmappedTensor] = []
+    found: list[tuple[TensorRef, str, str, Convention]] = []
     for ref in _all_occurrences(ckpt):
         routed = engine.route(ref.name, ref.file, context)
         if routed.unmapped is not None:
@@ -158,8 +157,14 @@ def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
         if mapped is None or mapped.layer is None or mapped.kind is None:
             continue
         assert mapped.convention is not None
-        producer = producer_of(mapped.convention, quant.quant_method, ref.file in normalized_files)
-        by_layer[mapped.layer].append(_make_source(ref, mapped.kind, mapped.convention, producer))
+        found.append((ref, mapped.layer, mapped.kind, mapped.convention))
+    values = _read_values(ckpt, [ref for ref, *_ in found])
+    by_layer: dict[str, list[ScaleSource]] = defaultdict(list)
+    for ref, layer_name, kind, convention in found:
+        producer = producer_of(convention, quant.quant_method, ref.file in normalized_files)
+        by_layer[layer_name].append(
+            _make_source(ref, kind, convention, producer, values.get((ref.file, ref.name)))
+        )
     scale_like_count = len(unmapped) + sum(len(v) for v in by_layer.values())
 
     layer_names = attention_layers(shape, weight_prefixes, by_layer)
@@ -281,14 +286,32 @@ def _all_occurrences(ckpt: Checkpoint) -> list[TensorRef]:
     return refs
 
 
+def _read_values(
+    ckpt: Checkpoint, refs: Sequence[TensorRef]
+) -> dict[tuple[str, str], tuple[float, ...]]:
+    """The decoded values of every scale tensor that can be read, one read per shard (a remote
+    source coalesces them), bounded by ``max-scale-elements``."""
+    wanted: dict[str, list[TensorRef]] = defaultdict(list)
+    for ref in refs:
+        info = ref.info
+        if info.dtype in DECODABLE_DTYPES and info.numel <= MAX_SCALE_ELEMENTS.value():
+            wanted[ref.file].append(ref)
+    out: dict[tuple[str, str], tuple[float, ...]] = {}
+    for file, file_refs in wanted.items():
+        raw = ckpt.read_tensors(file, [r.info for r in file_refs])
+        for ref in file_refs:
+            out[(file, ref.name)] = tuple(decode_values(ref.info.dtype, raw[ref.name]))
+    return out
+
+
 def _make_source(
-    ref: TensorRef, kind: str, convention: Convention, producer: Producer
+    ref: TensorRef,
+    kind: str,
+    convention: Convention,
+    producer: Producer,
+    values: tuple[float, ...] | None,
 ) -> ScaleSource:
     info = ref.info
-    values: tuple[float, ...] | None = None
-    if info.dtype in DECODABLE_DTYPES and info.numel <= MAX_SCALE_ELEMENTS.value():
-        raw = read_tensor_bytes(ref.path, info)
-        values = tuple(decode_values(info.dtype, raw))
     return ScaleSource(
         tensor=info.name,
         file=ref.file,

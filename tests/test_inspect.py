@@ -106,7 +106,7 @@ def test_legacy_kv_scale_is_duplicated_and_warned(tmp_path: Path) -> None:
     assert doc["rounding"] == {
         "dtype": "bfloat16",
         "values": 1,
-        "max_rel_change": 0.0026041666666666297,
+        "max_rel_change": 0.0026041268267581134,
     }
 
 

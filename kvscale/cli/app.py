@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
@@ -56,7 +59,8 @@ def handles_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         output = Output()
         try:
-            return func(*args, **kwargs)
+            with terminate_as_interrupt():
+                return func(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except KVScaleError as exc:
@@ -99,6 +103,24 @@ def command(*, examples: str = "", extra_help: str = "", **settings: Any) -> Cal
         return func
 
     return decorate
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI timeout, ``docker stop``, ``kill``) raises KeyboardInterrupt like Ctrl-C,
+    so that staging directories and partial reports are cleaned up on the way out; exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _silence_stdout() -> None:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from kvscale.cli.app import command
 from kvscale.cli.output import Output
 from kvscale.cli.params import (
@@ -40,23 +35,6 @@ Examples:
 
   kvscale normalize ~/.cache/huggingface/hub/models--ORG--NAME --out ./out --force
 """
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, so staging directories are cleaned up on the way out."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @command(examples=EXAMPLES)
@@ -115,10 +93,9 @@ def normalize(
             else:
                 bar.update(event.done, event.total, event.label, "writing")
 
-        with terminate_as_interrupt():
-            plan = plan_normalize(checkpoint, out, options, on_progress)
-            if plan.ok:
-                result = write_plan(plan, on_progress)
+        plan = plan_normalize(checkpoint, out, options, on_progress)
+        if plan.ok:
+            result = write_plan(plan, on_progress)
     for line in problem_lines(plan.warnings):
         output.warning(line)
     for line in problem_lines(plan.blocking):

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kvscale.errors import (
     CheckpointLayoutError,
@@ -41,6 +41,7 @@ from kvscale.io.safetensors import (
     quote,
     read_header,
     read_small_file,
+    read_tensor_bytes,
 )
 from kvscale.limits import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, MAX_SHARDS, Limit
 
@@ -83,6 +84,17 @@ class Checkpoint:
     """Names that occur in more than one shard -> every occurrence, in load order."""
     unindexed: tuple[str, ...] = ()
     """Tensors present in shards but absent from the index's weight_map."""
+    source: CheckpointSource | None = None
+    """Where the bytes come from (None: the local files under ``root``)."""
+
+    def read_tensors(self, file: str, infos: Sequence[TensorInfo]) -> dict[str, bytes]:
+        """The bytes of a few tensors of one shard (one coalesced read where remote)."""
+        source = self.source or LocalSource(self.root)
+        return source.read_tensors(file, infos)
+
+    @property
+    def is_local(self) -> bool:
+        return self.source is None or isinstance(self.source, LocalSource)
 
     def path_of(self, file: str) -> Path:
         return self.root / file
@@ -97,8 +109,31 @@ class Checkpoint:
 
 
 def natural_sort_key(name: str) -> list[int | str]:
-    """vLLM's ``_natural_sort_key`` on the base name."""
-    return [int(s) if s.isdigit() else s for s in re.split(r"(\d+)", os.path.basename(name))]
+    """vLLM's ``_natural_sort_key`` on the base name (``model_loader/weight_utils.py``).
+
+    vLLM calls ``int(s) if s.isdigit()``, which raises for digits the ``\\d`` split misses
+    (``'²'``); such a name is refused before sorting (``check_shard_name``).
+    """
+    return [int(s) if s.isdecimal() else s for s in re.split(r"(\d+)", os.path.basename(name))]
+
+
+def check_shard_name(where: object, name: str) -> None:
+    """Refuse shard names the engine cannot sort or open: undecodable bytes, digits that are
+    not decimal (vLLM's natural sort crashes on them)."""
+    if any(0xDC80 <= ord(ch) <= 0xDCFF for ch in name):
+        raise CheckpointLayoutError(
+            where,
+            f"shard name {quote(name)} is not valid UTF-8",
+            hint="rename the file; engines cannot load it",
+        )
+    for part in re.split(r"(\d+)", name):
+        if part.isdigit() and not part.isdecimal():
+            raise CheckpointLayoutError(
+                where,
+                f"shard name {quote(name)} holds the digit {quote(part)}, which vLLM's shard "
+                "sort cannot read",
+                hint="rename the file with ASCII digits",
+            )
 
 
 def read_json_file(
@@ -231,24 +266,92 @@ def locate(path_given: str | os.PathLike[str]) -> tuple[Path, str, list[str] | N
     return given, "directory", None
 
 
-def open_checkpoint(
-    path_given: str | os.PathLike[str], progress: ProgressCallback | None = None
-) -> Checkpoint:
-    """Read every shard header (never the weights) and the config files of a checkpoint."""
-    root, layout, explicit = locate(path_given)
-    index_path = root / INDEX_NAME
-    index = None
-    if explicit is None:
-        index = read_json_file(index_path, "index", limit=MAX_INDEX_BYTES)
+class CheckpointSource(Protocol):
+    """Where a checkpoint's bytes come from: the local file system or a remote repository.
+
+    Everything read passes through the same validation whatever the source: the strict JSON
+    reader and size caps for small files, ``parse_header`` for safetensors headers.
+    """
+
+    root: Path
+    """The directory as a path (a placeholder path for remote sources, used in messages)."""
+
+    def safetensors_names(self) -> list[str]:
+        """Every ``*.safetensors`` file of the directory (not hidden), sorted."""
+        ...
+
+    def read_json(self, name: str, what: str, limit: Limit) -> Any:
+        """A small JSON document of the directory, or None when absent."""
+        ...
+
+    def read_headers(
+        self, names: Sequence[str], progress: ProgressCallback | None
+    ) -> dict[str, SafetensorsHeader]:
+        """The validated header of every named shard."""
+        ...
+
+    def read_tensors(self, file: str, infos: Sequence[TensorInfo]) -> dict[str, bytes]:
+        """The raw bytes of a few (small) tensors of one shard."""
+        ...
+
+
+class LocalSource:
+    """A checkpoint directory on the local file system."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def safetensors_names(self) -> list[str]:
         try:
-            names = sorted(
+            return sorted(
                 e.name
-                for e in os.scandir(root)
+                for e in os.scandir(self.root)
                 if e.name.endswith(".safetensors") and not e.name.startswith(".")
             )
         except OSError as exc:
-            raise os_error(root, exc) from None
+            raise os_error(self.root, exc) from None
+
+    def read_json(self, name: str, what: str, limit: Limit) -> Any:
+        return read_json_file(self.root / name, what, limit=limit)
+
+    def read_headers(
+        self, names: Sequence[str], progress: ProgressCallback | None
+    ) -> dict[str, SafetensorsHeader]:
+        headers: dict[str, SafetensorsHeader] = {}
+        for number, name in enumerate(names):
+            headers[name] = read_header(self.root / name)
+            if progress is not None:
+                progress(number + 1, len(names), name)
+        return headers
+
+    def read_tensors(self, file: str, infos: Sequence[TensorInfo]) -> dict[str, bytes]:
+        path = self.root / file
+        return {info.name: read_tensor_bytes(path, info) for info in infos}
+
+
+def open_checkpoint(
+    path_given: str | os.PathLike[str],
+    progress: ProgressCallback | None = None,
+    *,
+    source: CheckpointSource | None = None,
+    layout: str | None = None,
+) -> Checkpoint:
+    """Read every shard header (never the weights) and the config files of a checkpoint.
+
+    ``source``: where the bytes come from (default: the local path ``path_given``).
+    """
+    explicit: list[str] | None = None
+    if source is None:
+        root, layout, explicit = locate(path_given)
+        source = LocalSource(root)
+    root = source.root
+    layout = layout or "directory"
+    index_path = root / INDEX_NAME
+    index = None
+    if explicit is None:
+        index = source.read_json(INDEX_NAME, "index", MAX_INDEX_BYTES)
         # os.scandir lists dangling links and directories too; the engine's glob would open them.
+        names = source.safetensors_names()
         if index is not None:
             weight_map = _index_weight_map(index_path, index)
             indexed = {_validate_shard_name(index_path, t, f) for t, f in weight_map.items()}
@@ -273,33 +376,31 @@ def open_checkpoint(
     limit = MAX_SHARDS.value()
     if len(names) > limit:
         raise LimitExceededError(root, f"{len(names):,} shards", hint=MAX_SHARDS.describe())
+    for name in names:
+        check_shard_name(root, name)
     files = sorted(names, key=natural_sort_key)
 
-    config_path = root / "config.json"
-    config = read_json_file(config_path, "config.json")
+    config = source.read_json("config.json", "config.json", MAX_CONFIG_BYTES)
     if config is not None and not isinstance(config, dict):
-        raise ConfigError(config_path, "config.json is not a JSON object")
-    hf_quant_path = root / "hf_quant_config.json"
-    hf_quant = read_json_file(hf_quant_path, "hf_quant_config.json")
+        raise ConfigError(root / "config.json", "config.json is not a JSON object")
+    hf_quant = source.read_json("hf_quant_config.json", "hf_quant_config.json", MAX_CONFIG_BYTES)
     if hf_quant is not None and not isinstance(hf_quant, dict):
-        raise ConfigError(hf_quant_path, "hf_quant_config.json is not a JSON object")
+        raise ConfigError(
+            root / "hf_quant_config.json", "hf_quant_config.json is not a JSON object"
+        )
 
-    headers: dict[str, SafetensorsHeader] = {}
+    headers = source.read_headers(files, progress)
     tensors: dict[str, TensorRef] = {}
     occurrences: dict[str, list[TensorRef]] = {}
     order = 0
-    for number, name in enumerate(files):
+    for name in files:
         shard = root / name
-        header = read_header(shard)
-        headers[name] = header
-        for tensor_name, info in header.tensors.items():
+        for tensor_name, info in headers[name].tensors.items():
             ref = TensorRef(name, shard, info, order)
             order += 1
             if tensor_name in tensors:
                 occurrences.setdefault(tensor_name, [tensors[tensor_name]]).append(ref)
             tensors[tensor_name] = ref
-        if progress is not None:
-            progress(number + 1, len(files), name)
 
     unindexed: list[str] = []
     if index is not None:
@@ -335,6 +436,7 @@ def open_checkpoint(
         tensors=tensors,
         duplicates={k: tuple(v) for k, v in occurrences.items()},
         unindexed=tuple(unindexed),
+        source=source,
     )
 
 
