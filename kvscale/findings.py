@@ -128,10 +128,15 @@ def _coverage_problems(layer: ResolvedLayer, settings: EngineSettings) -> list[P
     has_k, has_v = "k_scale" in layer.sources, "v_scale" in layer.sources
     base = settings.engine_path is EnginePath.BASE
     if layer.rule is Rule.DEFAULT:
+        why = (
+            "the checkpoint's k/v scales are not used"
+            if has_k or has_v
+            else "no k_scale/v_scale reaches this layer"
+        )
         return [
             problem(
                 "default-scale-used",
-                "no k_scale/v_scale reaches this layer; the engine uses 1.0 for both"
+                f"{why}; the engine uses 1.0 for both"
                 + (" (not doubled on fnuz)" if settings.fnuz and base else ""),
                 name,
             )
@@ -360,7 +365,9 @@ def model_problems(
     unmapped: Sequence[UnmappedTensor],
     refused_by: Mapping[str, UnmappedTensor],
     scale_like_count: int,
+    fp8_name: str = "fp8",
 ) -> list[Problem]:
+    """``fp8_name``: the engine's spelling of an FP8 KV-cache dtype, for hints."""
     """Problems of the model as a whole: coverage, declarations, unused or unplaced scales."""
     out: list[Problem] = []
     kv_kinds = ("k_scale", "v_scale")
@@ -382,8 +389,7 @@ def model_problems(
     if quant.kv_declaration and not any_sources and layers:
         if scale_like_count:
             found = (
-                f"{scale_like_count} KV-scale tensor{'s' if scale_like_count != 1 else ''} "
-                "were found but none reaches a layer (see "
+                f"none of the {scale_like_count} KV-scale tensors found reaches a layer (see "
                 + ", ".join(sorted({u.code for u in unmapped}))
                 + ")"
             )
@@ -404,7 +410,7 @@ def model_problems(
     ):
         hint = (
             f" ({quant.quant_method} checkpoints default to an unquantized cache: serve with "
-            "--kv-cache-dtype fp8)"
+            f"--kv-cache-dtype {fp8_name})"
             if settings.kv_cache_dtype == "auto"
             else ""
         )

@@ -34,6 +34,7 @@ from kvscale.engine.base import (
     UnmappedTensor,
 )
 from kvscale.engine.config import ModelShape, find_quant_config, parse_model_shape
+from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
 from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, open_checkpoint
@@ -132,6 +133,12 @@ def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
         str(ckpt.config_path),
         hf_where=str(ckpt.hf_quant_config_path),
     )
+    backend = options.attention_backend
+    if backend is not None and backend not in engine.attention_backends:
+        raise UsageError(
+            f"unknown attention backend {backend!r} for {engine.name}",
+            hint="one of: " + ", ".join(engine.attention_backends),
+        )
     quant = engine.quant_config(raw_quant)
     weight_dtypes = frozenset(ref.info.dtype for ref in ckpt.tensors.values())
     settings, dtype_source = engine.settings(quant, shape, options, weight_dtypes)
@@ -149,7 +156,7 @@ def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
     }
     unmapped: list[UnmappedTensor] = []
     found: list[tuple[TensorRef, str, str, Convention]] = []
-    for ref in _all_occurrences(ckpt):
+    for ref in _all_occurrences(ckpt, engine.file_order(ckpt.files)):
         routed = engine.route(ref.name, ref.file, context)
         if routed.unmapped is not None:
             unmapped.append(routed.unmapped)
@@ -228,7 +235,15 @@ def _resolve(
     culprits = {name: item for name, (item, _) in base.refused_by.items()}
     problems, rounding = layer_problems(layers, settings, explained=frozenset(culprits))
     problems.extend(
-        model_problems(layers, settings, base.quant, base.unmapped, culprits, base.scale_like_count)
+        model_problems(
+            layers,
+            settings,
+            base.quant,
+            base.unmapped,
+            culprits,
+            base.scale_like_count,
+            engine.fp8_kv_cache_dtype,
+        )
     )
     problems.extend(engine.engine_problems(layers, settings, base.quant))
     checkpoint_level = [p for p in base.problems if p.code in _CHECKPOINT_CODES]
@@ -278,12 +293,15 @@ def _fingerprint(ckpt: Checkpoint) -> dict[str, object]:
     return {"files": len(ckpt.files), "bytes": total, "headers_sha256": digest.hexdigest()}
 
 
-def _all_occurrences(ckpt: Checkpoint) -> list[TensorRef]:
+def _all_occurrences(ckpt: Checkpoint, file_order: Sequence[str]) -> list[TensorRef]:
+    """Every tensor occurrence in the engine's load order (its shard order, then names within a
+    shard, as ``safe_open(...).keys()`` gives them), numbered in that order."""
     refs: list[TensorRef] = list(ckpt.tensors.values())
     for occurrences in ckpt.duplicates.values():
         refs.extend(occurrences[:-1])  # the last one is already in ckpt.tensors
-    refs.sort(key=lambda r: r.load_order)
-    return refs
+    rank = {name: i for i, name in enumerate(file_order)}
+    refs.sort(key=lambda r: (rank[r.file], r.load_order))
+    return [replace(ref, load_order=i) for i, ref in enumerate(refs)]
 
 
 def _read_values(

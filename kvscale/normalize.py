@@ -387,6 +387,7 @@ def plan_normalize(
         if progress is not None:
             progress(ProgressUpdate("headers", done, total, done, total, name))
 
+    options.engine.rules.require("normalize")
     ckpt = open_checkpoint(checkpoint, header_progress)
     check_not_input(out_path, input_paths(ckpt), "--out")
     check_out(out_path, options.force)

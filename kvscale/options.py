@@ -30,6 +30,8 @@ class Platform(str, Enum):
 class EngineName(str, Enum):
     VLLM = "vllm"
     SGLANG = "sglang"
+    TRTLLM = "trtllm"
+    """TensorRT-LLM's PyTorch backend: inspect and diff only."""
 
 
 DEFAULT_KV_CACHE_DTYPE = "auto"
@@ -64,6 +66,8 @@ class EngineOptions:
     platform: Platform | None = None
     model_dtype: str | None = None
     """``bfloat16``, ``float16`` or ``float32`` (normalized); None: the config's dtype."""
+    attention_backend: str | None = None
+    """The engine's attention backend, when it matters (which copy of the scales is read)."""
 
     def __post_init__(self) -> None:
         # Validated here, once, whatever the origin (command line, policy file, Python API).
@@ -85,6 +89,21 @@ class EngineOptions:
                     + (f" for {self.engine.value}" if self.engine else ""),
                     hint="one of: " + ", ".join(dtypes),
                 )
+        self._check_backend()
+
+    def _check_backend(self) -> None:
+        if self.attention_backend is None:
+            return
+        from kvscale.engine import get_engine
+
+        engines = [self.rules] if self.engine else [get_engine(e) for e in EngineName]
+        known = sorted({b for engine in engines for b in engine.attention_backends})
+        if self.attention_backend not in known:
+            raise UsageError(
+                f"unknown attention backend {self.attention_backend!r}"
+                + (f" for {self.engine.value}" if self.engine else ""),
+                hint="one of: " + ", ".join(known),
+            )
 
     def over(self, fallback: EngineOptions) -> EngineOptions:
         """These options, with the fields left ``None`` taken from ``fallback``."""

@@ -104,6 +104,7 @@ POLICY_KEYS: Mapping[str, str] = {
     "kv_cache_dtype": "default for --kv-cache-dtype",
     "platform": "default for --platform (ocp or fnuz)",
     "model_dtype": "default for --model-dtype",
+    "attention_backend": "default for --attention-backend",
     "max_rel_change": "default for kvscale diff --max-rel-change",
 }
 
@@ -212,7 +213,7 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
         raise UsageError(f"{path}: {', '.join(both)} in both fail_on and allow")
 
     values: dict[str, str] = {}
-    for key in ("engine", "kv_cache_dtype", "platform", "model_dtype"):
+    for key in ("engine", "kv_cache_dtype", "platform", "model_dtype", "attention_backend"):
         if key in table:
             values[key] = _string_value(path, key, table[key])
             try:

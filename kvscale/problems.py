@@ -243,6 +243,82 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "No attention layer could be found from config.json or the weight names.",
         "Pass a checkpoint with config.json (num_hidden_layers) or attention weights.",
     ),
+    # --- engine-specific (the engine named in the message) ---
+    ProblemCode(
+        "kv-scheme-ignored",
+        W,
+        "SGLang: the checkpoint declares a KV-cache scheme the engine does not support (e.g. "
+        "compressed-tensors attn_head); it logs a warning, creates no KV-cache quant method and "
+        "drops every k/v scale tensor: the layers run at 1.0.",
+        "Write per-tensor scales with a static per-tensor scheme (kvscale normalize --engine "
+        "sglang --checkpoint does this).",
+    ),
+    ProblemCode(
+        "zero-scale-replaced",
+        W,
+        "SGLang: a zero k/v scale counts as absent and is silently replaced by 1.0 (vLLM refuses "
+        "the layer): the layer runs uncalibrated.",
+        "Recalibrate the layer (kvscale calibrate).",
+    ),
+    ProblemCode(
+        "per-head-refused",
+        W,
+        "SGLang loads one value per k/v scale: per-head tensors fail its loader's size assertion "
+        "and the model does not start.",
+        "Write the max over heads as a [] tensor (kvscale normalize --engine sglang --checkpoint).",
+    ),
+    ProblemCode(
+        "host-device-disagree",
+        E,
+        "The engine's host copy of a scale differs from its device tensor (e.g. a fnuz-doubled "
+        "value beyond float32: inf on the device, finite on the host), so backends that read "
+        "different copies disagree.",
+        "Store a smaller scale; recalibrate.",
+    ),
+    ProblemCode(
+        "scales-on-unquantized-cache",
+        E,
+        "SGLang: the KV cache is not FP8, so the write does not divide by the checkpoint scales, "
+        "but FlashInfer and Triton still multiply attention by them on read: logits and outputs "
+        "are off by those factors.",
+        "Serve with --kv-cache-dtype fp8_e4m3 (or an attention backend that gates on the cache "
+        "dtype: fa3, trtllm_mha), or remove the scales.",
+    ),
+    ProblemCode(
+        "scales-ignored-by-backend",
+        W,
+        "The attention backend writes and reads the cache with different scales (it ignores "
+        "them on one side).",
+        "Use another attention backend, or a KV-cache dtype the backend applies scales to.",
+    ),
+    ProblemCode(
+        "per-head-collapsed",
+        E,
+        "vLLM's Triton cache write reads only element 0 of the scale tensor: with per-head "
+        "scales every head is written with head 0's scale while attention reads its own.",
+        "Serve per-head checkpoints with the FlashAttention backend, or use per-tensor scales.",
+    ),
+    ProblemCode(
+        "format-overridden-by-backend",
+        W,
+        "vLLM's Triton cache write always stores the platform's e4m3 type, also for "
+        "--kv-cache-dtype fp8_e5m2.",
+        "Use --kv-cache-dtype fp8_e4m3 with that backend, or the FlashAttention backend.",
+    ),
+    ProblemCode(
+        "misleading-engine-log",
+        W,
+        "The engine logs a message that is wrong for this checkpoint (e.g. SGLang's 'no scaling "
+        "factors provided' although checkpoint scales were loaded).",
+        "Nothing to fix in the checkpoint; ignore the log line (--allow misleading-engine-log).",
+    ),
+    ProblemCode(
+        "scales-never-used",
+        W,
+        "TensorRT-LLM's PyTorch backend runs an FP8 KV cache at 1.0 whatever the checkpoint holds "
+        "(it forwards KV scales only for an FP4 cache).",
+        "Expect uncalibrated FP8 accuracy, or serve with an engine that loads the scales.",
+    ),
     # --- kvscale normalize ---
     ProblemCode(
         "invalid-scale-value",

@@ -410,6 +410,7 @@ def verify_target(
 ) -> VerifyResult:
     if options.tokens < 1 or options.tokens > 1 << 22:
         raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
+    options.engine.rules.require("verify")
     target = load_target(path, options.engine)
     notes = list(target.notes)
     kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)

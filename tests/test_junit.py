@@ -202,6 +202,7 @@ def test_every_problem_code_belongs_to_exactly_one_check() -> None:
         "coverage",
         "quant-config",
         "files-consistent",
+        "engine-behaviour",
     )
 
 
@@ -218,7 +219,7 @@ def test_broken_checkpoint_one_case_per_layer_and_check(broken: Path) -> None:
     assert root.tag == "testsuites"
     assert {k: root.get(k) for k in ("name", "tests", "failures", "errors", "skipped", "time")} == {
         "name": "kvscale",
-        "tests": "26",
+        "tests": "27",
         "failures": "1",
         "errors": "0",
         "skipped": "7",
@@ -299,7 +300,7 @@ def test_strict_and_allow_move_cases(broken: Path) -> None:
 
 def test_good_checkpoint_has_no_failures(good: Path) -> None:
     root = ET.fromstring(junit_document([junit_suite(inspect_checkpoint(good), Policy())]))
-    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("19", "0", "2")
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("20", "0", "2")
 
 
 def test_error_suite_for_unreadable_checkpoint() -> None:
@@ -445,4 +446,4 @@ def test_cli_files_mode_one_suite_per_checkpoint(good: Path, broken: Path, tmp_p
     root = ET.parse(report).getroot()
     names = [s.get("name") for s in root.iter("testsuite")]
     assert names == [f"kvscale inspect {broken}", f"kvscale inspect {good}"]
-    assert (root.get("tests"), root.get("failures")) == ("45", "1")
+    assert (root.get("tests"), root.get("failures")) == ("47", "1")

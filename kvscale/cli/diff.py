@@ -12,6 +12,7 @@ from kvscale.cli.output import Output
 from kvscale.cli.params import (
     Annotations,
     AnnotationsOpt,
+    AttentionBackendOpt,
     EngineOpt,
     JsonOpt,
     KVCacheDtypeOpt,
@@ -78,6 +79,7 @@ def diff(
     kv_cache_dtype: KVCacheDtypeOpt = None,
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
+    attention_backend: AttentionBackendOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     annotations: AnnotationsOpt = Annotations.auto,
@@ -104,6 +106,7 @@ def diff(
         kv_cache_dtype=kv_cache_dtype,
         platform=platform,
         model_dtype=model_dtype,
+        attention_backend=attention_backend,
         policy_path=policy_path,
         no_policy=no_policy,
     )

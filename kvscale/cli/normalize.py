@@ -5,6 +5,7 @@ from __future__ import annotations
 from kvscale.cli.app import command
 from kvscale.cli.output import Output
 from kvscale.cli.params import (
+    AttentionBackendOpt,
     CheckpointArg,
     CheckpointCopyOpt,
     DigestsOpt,
@@ -46,6 +47,7 @@ def normalize(
     kv_cache_dtype: KVCacheDtypeOpt = None,
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
+    attention_backend: AttentionBackendOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
@@ -71,6 +73,7 @@ def normalize(
         kv_cache_dtype=kv_cache_dtype,
         platform=platform,
         model_dtype=model_dtype,
+        attention_backend=attention_backend,
         policy_path=policy_path,
         no_policy=no_policy,
     )

@@ -24,6 +24,7 @@ class PlatformChoice(str, Enum):
 class EngineChoice(str, Enum):
     vllm = "vllm"
     sglang = "sglang"
+    trtllm = "trtllm"
 
 
 class Annotations(str, Enum):
@@ -51,8 +52,8 @@ EngineOpt = Annotated[
     Optional[EngineChoice],  # noqa: UP045 - typer needs Optional at runtime on 3.10
     typer.Option(
         "--engine",
-        help="Whose rules to apply: vllm (0.33.0) or sglang (0.5.23). Default: the policy "
-        "file's, else vllm.",
+        help="Whose rules to apply: vllm (0.33.0), sglang (0.5.23), or trtllm (TensorRT-LLM's "
+        "PyTorch backend; inspect and diff). Default: the policy file's, else vllm.",
         case_sensitive=False,
         show_default=False,
     ),
@@ -73,6 +74,16 @@ PlatformOpt = Annotated[
         help="ocp (default): NVIDIA / OCP e4m3fn. fnuz: ROCm MI300 (e4m3fnuz; the base path "
         "doubles loaded k/v/q/prob scales).",
         case_sensitive=False,
+        show_default=False,
+    ),
+]
+AttentionBackendOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--attention-backend",
+        help="The attention backend you serve with, where it changes which scale copy is read: "
+        "vllm flash_attn, triton_attn, flashinfer; sglang flashinfer, triton, fa3, trtllm_mha, "
+        "flashmla.",
         show_default=False,
     ),
 ]

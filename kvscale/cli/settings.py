@@ -43,6 +43,7 @@ def run_settings(
     kv_cache_dtype: str | None = None,
     platform: Enum | str | None = None,
     model_dtype: str | None = None,
+    attention_backend: str | None = None,
     policy_path: Path | None = None,
     no_policy: bool = False,
     strict: bool = False,
@@ -65,6 +66,7 @@ def run_settings(
         kv_cache_dtype=kv_cache_dtype,
         platform=_value(platform),  # type: ignore[arg-type]
         model_dtype=model_dtype,
+        attention_backend=attention_backend,
     )
     file = resolve_policy_file(policy_path, discover=not no_policy)
     if file is None:

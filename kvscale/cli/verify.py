@@ -10,6 +10,7 @@ import typer
 from kvscale.cli.app import command
 from kvscale.cli.output import Output
 from kvscale.cli.params import (
+    AttentionBackendOpt,
     EngineOpt,
     JsonOpt,
     KVCacheDtypeOpt,
@@ -79,6 +80,7 @@ def verify(
     kv_cache_dtype: KVCacheDtypeOpt = None,
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
+    attention_backend: AttentionBackendOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
 ) -> None:
@@ -99,6 +101,7 @@ def verify(
         kv_cache_dtype=kv_cache_dtype,
         platform=platform,
         model_dtype=model_dtype,
+        attention_backend=attention_backend,
         policy_path=policy_path,
         no_policy=no_policy,
         strict=strict,

@@ -24,6 +24,10 @@ def get_engine(name: EngineName | str = "vllm") -> Engine:
         from kvscale.engine.vllm import VLLM
 
         return VLLM
+    if engine.value == "trtllm":
+        from kvscale.engine.trtllm import TRTLLM
+
+        return TRTLLM
     from kvscale.engine.sglang import SGLANG
 
     return SGLANG

@@ -151,6 +151,8 @@ class EngineSettings:
     scale_dtype: str = "float32"
     """The dtype the engine's scale parameters hold a loaded value in (vLLM's base path: the
     model dtype)."""
+    attention_backend: str | None = None
+    """The attention backend the user serves with, when given (which scale copy is read)."""
 
     @property
     def fnuz(self) -> bool:
@@ -253,6 +255,28 @@ class Engine(ABC):
     version: str
     kv_cache_dtypes: tuple[str, ...]
     """Every value of the engine's own ``--kv-cache-dtype``."""
+    attention_backends: tuple[str, ...] = ()
+    """Attention backends whose scale handling is modelled (``--attention-backend``)."""
+    fp8_kv_cache_dtype: str = "fp8"
+    """The engine's spelling of the per-tensor FP8 (e4m3) KV-cache dtype."""
+    commands: frozenset[str] = frozenset(["inspect", "diff", "normalize", "verify", "calibrate"])
+    """The kvscale commands whose questions this engine's rules answer."""
+
+    def require(self, command: str) -> None:
+        """A usage error unless ``command`` is supported for this engine."""
+        if command not in self.commands:
+            from kvscale.errors import UsageError
+
+            raise UsageError(
+                f"--engine {self.name} is supported by {', '.join(sorted(self.commands))} only, "
+                f"not by {command}",
+                hint="use --engine vllm or sglang",
+            )
+
+    def file_order(self, files: Sequence[str]) -> list[str]:
+        """The order the engine loads the shards in (the later one wins a duplicate name);
+        ``files`` come in vLLM's natural sort order."""
+        return list(files)
 
     def describe(self) -> dict[str, str]:
         """``{"name", "version"}``: the ``engine`` object of every JSON document."""

@@ -132,6 +132,23 @@ CHECKS: tuple[Check, ...] = (
         "Do the shards and the index agree?",
         ("index-missing-tensor", "duplicate-tensor"),
     ),
+    Check(
+        "engine-behaviour",
+        "model",
+        "Does the engine (and the chosen attention backend) use the scales it loads as written?",
+        (
+            "kv-scheme-ignored",
+            "zero-scale-replaced",
+            "per-head-refused",
+            "host-device-disagree",
+            "scales-on-unquantized-cache",
+            "scales-ignored-by-backend",
+            "per-head-collapsed",
+            "format-overridden-by-backend",
+            "misleading-engine-log",
+            "scales-never-used",
+        ),
+    ),
     # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.
     Check(
         "normalizable",

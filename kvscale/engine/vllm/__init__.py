@@ -62,6 +62,7 @@ class VllmEngine(Engine):
     name = "vllm"
     version = "0.33.0"
     kv_cache_dtypes = quant_config.KV_CACHE_DTYPES
+    attention_backends = ("flash_attn", "triton_attn", "flashinfer")
 
     def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
         return quant_config.parse_quant_config(raw)
@@ -92,6 +93,7 @@ class VllmEngine(Engine):
             # BaseKVCacheMethod builds its parameters under the model dtype; the
             # compressed-tensors path holds float32 ones.
             scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
+            attention_backend=options.attention_backend,
         )
         return settings, how
 
@@ -192,11 +194,12 @@ class VllmEngine(Engine):
     def engine_problems(
         self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
     ) -> list[Problem]:
+        out = _backend_problems(layers, settings)
         # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
         # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
         # warns once per process: one problem naming every such layer.
         if settings.engine_path is not EnginePath.BASE or settings.kv_cache_dtype != "fp8":
-            return []
+            return out
         lacking: dict[str, list[str]] = {}
         for layer in layers:
             if layer.rule.value in ("error", "unquantized"):
@@ -204,7 +207,6 @@ class VllmEngine(Engine):
             ones = [k for k in ("q_scale", "prob_scale") if layer.value(k) == 1.0]
             if ones:
                 lacking.setdefault(" and ".join(ones), []).append(layer.name)
-        out: list[Problem] = []
         for kinds, layer_names in lacking.items():
             shown = ", ".join(layer_names[:3]) + (
                 f" and {len(layer_names) - 3} more" if len(layer_names) > 3 else ""
@@ -243,6 +245,46 @@ class VllmEngine(Engine):
             if mapped.layer == f"{prefix}.attn" and mapped.kind == kind:
                 return candidate
         return None
+
+
+def _backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:
+    """What vLLM's Triton attention backend does to the cache write
+    (``v1/attention/ops/triton_reshape_and_cache_flash.py``): its kernel divides by
+    ``tl.load(k_scale)`` (element 0 of the scale tensor, for every head) and stores
+    ``current_platform.fp8_dtype()`` (e4m3) for every quantized dtype, e5m2 included. The
+    FlashAttention backend's CUDA kernel (``csrc/libtorch_stable/cache_kernels.cu``) indexes
+    per-head scales by head and honours the dtype."""
+    if settings.attention_backend != "triton_attn" or not settings.uses_kv_scales:
+        return []
+    out: list[Problem] = []
+    per_head = [
+        layer.name
+        for layer in layers
+        if isinstance(layer.k_scale, tuple) or isinstance(layer.v_scale, tuple)
+    ]
+    if per_head:
+        shown = ", ".join(per_head[:3]) + (
+            f" and {len(per_head) - 3} more" if len(per_head) > 3 else ""
+        )
+        out.append(
+            problem(
+                "per-head-collapsed",
+                f"the triton_attn backend's cache write uses head 0's k/v scale for every head "
+                f"in {len(per_head)} per-head layers ({shown}), while attention reads each "
+                "head's own scale",
+                layers=tuple(per_head),
+            )
+        )
+    if settings.kv_cache_dtype == "fp8_e5m2":
+        out.append(
+            problem(
+                "format-overridden-by-backend",
+                "the triton_attn backend's cache write stores the platform's e4m3 type for "
+                "--kv-cache-dtype fp8_e5m2 (current_platform.fp8_dtype()), so the e5m2 reader "
+                "decodes e4m3 bytes",
+            )
+        )
+    return out
 
 
 VLLM = VllmEngine()

@@ -1,0 +1,1 @@
+"""Test support code that is not a fixture (servers, builders shared by tests and benchmarks)."""

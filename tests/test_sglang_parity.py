@@ -1,0 +1,131 @@
+"""Parity with SGLang 0.5.23: `kvscale inspect --engine sglang --json` against SGLang's own code.
+
+The expected values come from tests/parity/sglang_expected.json, which
+tests/parity/sglang_oracle.py produces by executing SGLang's own source on the shared catalogue
+(tests/parity/cases.py) and the SGLang-specific one (tests/parity/sglang_cases.py); see
+tests/parity/SGLANG.md. For every case this test writes the same checkpoint, runs the CLI
+in-process and compares, per attention layer: the names, whether SGLang refuses the layer, and
+otherwise the device values ``k_scale``/``v_scale`` exactly (as JSON text); and the effective
+KV-cache dtype when the engine starts.
+
+Where SGLang creates no KV-cache quant method, its layers have no scale parameters at all
+(``k_scale`` None); kvscale reports 1.0 there, the value every backend reads for a missing scale.
+
+Not compared (kvscale does not model them, and says so): the ``--quantization-param-path`` JSON
+path (``quant_param_json`` cases; ``normalize --format sglang-json`` writes that file) and
+``SGLANG_ENABLE_WEIGHT_LOADER_V2=1`` (the ``v2`` loader cases; the default loader is legacy).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+PARITY = Path(__file__).resolve().parent / "parity"
+GOLDEN: dict[str, Any] = json.loads((PARITY / "sglang_expected.json").read_text())
+
+
+def _load(name: str, file: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, PARITY / file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SHARED = _load("kvscale_parity_cases", "cases.py")
+SGL = _load("kvscale_parity_sglang_cases", "sglang_cases.py")
+ALL_CASES = {**SHARED.CASES_BY_NAME, **SGL.CASES_BY_NAME}
+NOT_MODELLED = {
+    name
+    for name, gold in GOLDEN["cases"].items()
+    if gold["options"].get("weight_loader") != "legacy" or gold.get("quantization_param_path")
+}
+COMPARED = sorted(name for name in GOLDEN["cases"] if name not in NOT_MODELLED)
+
+
+def _enc(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def test_golden_is_complete() -> None:
+    assert GOLDEN["schema"] == "kvscale.sglang-parity/1"
+    assert GOLDEN["provenance"]["sglang_version"] == "0.5.23"
+    recorded = set(GOLDEN["cases"]) | set(GOLDEN["skipped"])
+    assert recorded == set(ALL_CASES), "regenerate tests/parity/sglang_expected.json"
+    # What is left out is exactly the JSON path and the non-default loader: nothing else.
+    assert len(NOT_MODELLED) == sum(
+        1
+        for gold in GOLDEN["cases"].values()
+        if gold["options"]["weight_loader"] == "v2" or gold.get("quantization_param_path")
+    )
+    assert len(COMPARED) > 200
+
+
+@pytest.mark.parametrize("name", COMPARED, ids=COMPARED)
+def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kvscale.cli import app
+
+    case, gold = ALL_CASES[name], GOLDEN["cases"][name]
+    ckpt = SHARED.write_case(case, tmp_path / "ckpt")
+    opts = gold["options"]
+    args = [
+        "inspect",
+        str(ckpt),
+        "--json",
+        "--no-policy",
+        "--engine",
+        "sglang",
+        "--platform",
+        opts["platform"],
+        "--kv-cache-dtype",
+        opts["kv_cache_dtype"],
+        "--model-dtype",
+        opts["model_dtype"],
+    ]
+    result = CliRunner().invoke(app, args)
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed and result.exit_code in (0, 1), (
+        f"kvscale {' '.join(args)}\nexit {result.exit_code}\n{result.exception!r}\n{result.stderr}"
+    )
+    doc = json.loads(result.stdout)
+    mismatches: list[str] = []
+    names = [layer["name"] for layer in doc["layers"]]
+    gold_names = [layer["name"] for layer in gold["layers"]]
+    if names != gold_names:
+        mismatches.append(f"layers: kvscale {names} != SGLang {gold_names}")
+    if gold["engine_error"] is None and doc["kv_cache_dtype"] != gold["kv_cache_dtype"]:
+        ours_dtype, gold_dtype = doc["kv_cache_dtype"], gold["kv_cache_dtype"]
+        mismatches.append(f"kv_cache_dtype: kvscale {ours_dtype!r} != SGLang {gold_dtype!r}")
+    ours = {layer["name"]: layer for layer in doc["layers"]}
+    for g in gold["layers"]:
+        k = ours.get(g["name"])
+        if k is None:
+            continue
+        refused = g["error"] is not None or gold["engine_error"] is not None
+        if refused != (k["rule"] == "error"):
+            theirs = f"refuses: {g['error'] or gold['engine_error']}" if refused else "loads"
+            mismatches.append(
+                f"{g['name']}: SGLang {theirs}, kvscale rule={k['rule']!r} error={k['error']!r}"
+            )
+            continue
+        if refused:
+            continue
+        for field in ("k_scale", "v_scale"):
+            expected = g[field] if g["kv_method"] is not None else 1.0
+            if _enc(k[field]) != _enc(expected):
+                mismatches.append(
+                    f"{g['name']}.{field}: kvscale {_enc(k[field])} != SGLang {_enc(expected)}"
+                )
+    assert not mismatches, f"{name}: {case['description']}\n" + "\n".join(mismatches)
