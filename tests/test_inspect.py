@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 import torch
-from builders import attention_weights, config, quant_config, tensor, write_checkpoint
+from support.checkpoints import attention_weights, quant_config, tensor, write_checkpoint
+from support.checkpoints import llama_config as config
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -293,7 +294,7 @@ def test_legacy_hf_quant_config(tmp_path: Path) -> None:
 def test_float32_config_served_in_bfloat16(tmp_path: Path) -> None:
     tensors = {f"{P.format(0)}.k_scale": tensor(0.3), f"{P.format(0)}.v_scale": tensor(0.3)}
     write_checkpoint(
-        tmp_path, tensors, config(layers=1, dtype="float32", quant=quant_config("fp8"))
+        tmp_path, tensors, config(layers=1, torch_dtype="float32", quant=quant_config("fp8"))
     )
     doc = run_json(tmp_path, "--kv-cache-dtype", "fp8")
     assert doc["model_dtype"] == "bfloat16" and layer(doc, 0)["k_scale"] == 0.30078125

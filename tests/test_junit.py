@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import quant_config
-from builders import write_scalar_checkpoint as write_ckpt
+from support.checkpoints import quant_config
+from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from test_normalize_support import (
+from support.checkpoints import llama_config
+from support.normalize import (
     CASES,
     CASES_BY_NAME,
     Case,
     P,
-    config,
     qc,
     report,
     same,
@@ -350,7 +350,7 @@ def test_unquantized_dtype_is_promoted(tmp_path: Path) -> None:
 
 
 def test_no_quant_method_copies_checkpoint_unchanged(tmp_path: Path) -> None:
-    src = write_dir(tmp_path / "src", weights(2), config(2, None))
+    src = write_dir(tmp_path / "src", weights(2), llama_config(2, quant=None))
     summary = normalize_cli(src, tmp_path / "out", "--checkpoint")
     assert summary["engine_path"] == "none"
     assert "no-kv-scale-parameters" in {w["code"] for w in summary["warnings"]}
@@ -360,7 +360,7 @@ def test_no_quant_method_copies_checkpoint_unchanged(tmp_path: Path) -> None:
     # A scale name no loader maps makes the engine refuse the layer: exit 1, or --force copies.
     w = weights(2)
     w[f"{P.format(0)}.k_scale"] = t(0.5)
-    src2 = write_dir(tmp_path / "src2", w, config(2, None))
+    src2 = write_dir(tmp_path / "src2", w, llama_config(2, quant=None))
     normalize_cli(src2, tmp_path / "out2", "--checkpoint", code=1)
     normalize_cli(src2, tmp_path / "out2", "--checkpoint", "--force")
     assert tree_bytes(tmp_path / "out2" / "checkpoint") == tree_bytes(src2)
@@ -426,7 +426,7 @@ def test_without_checkpoint_writes_only_scales(tmp_path: Path) -> None:
 def test_hostile_layer_name(tmp_path: Path) -> None:
     bad = "model.layers.0\x1b[31m.self_attn"
     w = {f"{bad}.k_scale": t(0.5), f"{bad}.v_scale": t(0.5)}
-    src = write_dir(tmp_path / "src", w, config(1, qc("compressed-tensors")))
+    src = write_dir(tmp_path / "src", w, llama_config(1, quant=qc("compressed-tensors")))
     result = invoke(str(src), "--out", str(tmp_path / "out"), "--checkpoint")
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr + result.stdout
@@ -448,7 +448,7 @@ def _refused_source(tmp_path: Path) -> Path:
     w[f"{P.format(0)}.v_scale"] = t(0.5)
     w[f"{P.format(1)}.k_scale"] = t(0.25)
     w[f"{P.format(1)}.v_scale"] = t(0.5)
-    return write_dir(tmp_path / "src", w, config(2, qc("fp8")))
+    return write_dir(tmp_path / "src", w, llama_config(2, quant=qc("fp8")))
 
 
 def test_refused_layer_writes_nothing(tmp_path: Path) -> None:
@@ -486,7 +486,7 @@ def test_invalid_values_compressed_tensors(tmp_path: Path, bad: float) -> None:
     w = weights(1)
     w[f"{P.format(0)}.k_scale"] = t(bad)
     w[f"{P.format(0)}.v_scale"] = t(0.5)
-    src = write_dir(tmp_path / "src", w, config(1, qc("compressed-tensors")))
+    src = write_dir(tmp_path / "src", w, llama_config(1, quant=qc("compressed-tensors")))
     summary = normalize_cli(src, tmp_path / "out", code=1)
     assert summary["problems"][0]["code"] == "invalid-scale-value"
     assert not (tmp_path / "out").exists()
@@ -668,7 +668,7 @@ def test_shadowed_only_shard_keeps_metadata(tmp_path: Path) -> None:
     w = weights(1)
     w[f"{P.format(0)}.k_scale"] = t(0.5)
     w[f"{P.format(0)}.v_scale"] = t(0.25)
-    src = write_dir(tmp_path / "src", w, config(1, qc("compressed-tensors")))
+    src = write_dir(tmp_path / "src", w, llama_config(1, quant=qc("compressed-tensors")))
     save_file({f"{P.format(0)}.k_scale": t(0.125)}, str(src / "a.safetensors"), {"who": "me"})
     normalize_cli(src, tmp_path / "out", "--checkpoint")
     header = read_header(tmp_path / "out" / "checkpoint" / "a.safetensors")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_normalize_support import tree_bytes
+from support.normalize import tree_bytes
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -490,11 +490,14 @@ def test_relative_paths_cannot_escape() -> None:
 
 def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
     from safetensors.torch import save_file
-    from test_normalize_support import config, qc, t
+    from support.checkpoints import llama_config, quant_config
+    from support.normalize import t
 
     src = tmp_path / "src"
     src.mkdir()
-    (src / "config.json").write_text(json.dumps(config(1, qc("compressed-tensors"))))
+    (src / "config.json").write_text(
+        json.dumps(llama_config(1, quant=quant_config("compressed-tensors")))
+    )
     bad = "../../escape/model.layers.0.self_attn"
     save_file({f"{bad}.k_scale": t(0.5), f"{bad}.v_scale": t(0.5)}, str(src / "model.safetensors"))
     result = runner.invoke(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import quant_config
+from support.checkpoints import quant_config
 from typer.testing import CliRunner
 
 from kvscale.cli import app

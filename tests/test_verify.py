@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import config, quant_config, tensor, write_checkpoint
 from safetensors.torch import save_file
+from support.checkpoints import llama_config as config
+from support.checkpoints import quant_config, tensor, write_checkpoint
 from typer.testing import CliRunner
 
 from kvscale.cli import app

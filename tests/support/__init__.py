@@ -1,1 +1,1 @@
-"""Test support code that is not a fixture (servers, builders shared by tests and benchmarks)."""
+"""Helpers shared by the test modules (no tests, no fixtures: fixtures are in conftest.py)."""

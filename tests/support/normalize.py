@@ -1,4 +1,4 @@
-"""Builders and checks shared by the ``kvscale normalize`` tests (no tests in here).
+"""Builders and checks shared by the ``kvscale normalize`` tests.
 
 Every case writes a tiny synthetic checkpoint with torch + ``safetensors.torch.save_file`` into a
 directory and returns the path to pass to ``normalize`` (a directory, a file or an HF cache).
@@ -22,61 +22,10 @@ from safetensors.torch import save_file
 from kvscale.inspect import ScaleReport, inspect_checkpoint
 from kvscale.io.safetensors import read_header
 from kvscale.options import EngineOptions
+from support.checkpoints import llama_config
+from support.checkpoints import quant_config as qc
 
 P = "model.layers.{}.self_attn"
-
-CT_TENSOR = {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": True}
-CT_HEAD = {**CT_TENSOR, "strategy": "attn_head"}
-FP8_TENSOR = {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}
-
-
-def qc(method: str) -> dict[str, Any]:
-    if method == "compressed-tensors":
-        return {
-            "quant_method": "compressed-tensors",
-            "config_groups": {},
-            "kv_cache_scheme": CT_TENSOR,
-        }
-    if method == "ct-head":
-        return {
-            "quant_method": "compressed-tensors",
-            "config_groups": {},
-            "kv_cache_scheme": CT_HEAD,
-        }
-    if method == "fp8":
-        return {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"}
-    if method == "modelopt":
-        return {
-            "quant_method": "modelopt",
-            "quant_algo": "FP8",
-            "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False},
-            "producer": {"name": "modelopt", "version": "0.37.0"},
-        }
-    if method == "quark":
-        return {
-            "quant_method": "quark",
-            "export": {"kv_cache_group": ["*k_proj", "*v_proj"]},
-            "layer_quant_config": {
-                "*k_proj": {"output_tensors": FP8_TENSOR},
-                "*v_proj": {"output_tensors": FP8_TENSOR},
-            },
-        }
-    raise ValueError(method)
-
-
-def config(layers: int, quant: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
-    cfg: dict[str, Any] = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "num_hidden_layers": layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-    }
-    if quant is not None:
-        cfg["quantization_config"] = quant
-    cfg.update(extra)
-    return cfg
 
 
 def t(value: Any, dtype: torch.dtype = torch.float32, shape: tuple[int, ...] | None = None):
@@ -158,7 +107,7 @@ def _ct_tensor(d: Path) -> Path:
     w[f"{p0}.k_zero_point"] = t(0, torch.float32, (1,))
     w[f"{p0}.v_zero_point"] = t(0, torch.float32, (1,))
     w[f"{p1}.k_scale"] = t(0.7)  # partial: v stays 1.0
-    return write_dir(d, w, config(3, qc("compressed-tensors")))
+    return write_dir(d, w, llama_config(3, quant=qc("compressed-tensors")))
 
 
 def _ct_head(d: Path) -> Path:
@@ -168,7 +117,7 @@ def _ct_head(d: Path) -> Path:
     w[f"{p0}.v_scale"] = t([0.2, 0.05], shape=(2, 1, 1))
     w[f"{p0}.q_scale"] = t([0.01, 0.04, 0.03, 0.02], shape=(4, 1, 1))
     w[f"{p1}.k_scale"] = t([0.5, 0.25], shape=(2, 1, 1))  # v missing: ones
-    return write_dir(d, w, config(2, qc("ct-head")))
+    return write_dir(d, w, llama_config(2, quant=qc("ct-head")))
 
 
 def _modelopt(d: Path) -> Path:
@@ -181,7 +130,7 @@ def _modelopt(d: Path) -> Path:
     w[f"{p[2]}.k_proj.k_scale"] = t(0.25)
     w[f"{p[2]}.v_proj.v_scale"] = t(float("nan"))  # NaN v: duplicated from k, warning only
     # layer 3: no scales (default)
-    return write_dir(d, w, config(4, qc("modelopt")))
+    return write_dir(d, w, llama_config(4, quant=qc("modelopt")))
 
 
 def _modelopt_legacy(d: Path) -> Path:
@@ -194,14 +143,14 @@ def _modelopt_legacy(d: Path) -> Path:
         "producer": {"name": "modelopt", "version": "0.29.0"},
         "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
     }
-    return write_dir(d, w, config(2, None), hf_quant=hf)
+    return write_dir(d, w, llama_config(2, quant=None), hf_quant=hf)
 
 
 def _fp8_legacy_kv(d: Path) -> Path:
     w = weights(2)
     w[f"{P.format(0)}.kv_scale"] = t(0.3)
     w[f"{P.format(1)}.kv_scale"] = t(0.6, shape=(1,))
-    return write_dir(d, w, config(2, qc("fp8")))
+    return write_dir(d, w, llama_config(2, quant=qc("fp8")))
 
 
 def _fp8_fused(d: Path) -> Path:
@@ -212,7 +161,7 @@ def _fp8_fused(d: Path) -> Path:
     w[f"{P.format(0)}.q_scale"] = t(0.1)
     w[f"{P.format(0)}.prob_output_scale"] = t(0.02)
     w[f"{P.format(1)}.q_scale"] = t(0.0)  # not > 0: the engine uses 1.0, normalize omits it
-    return write_dir(d, w, config(2, qc("fp8")))
+    return write_dir(d, w, llama_config(2, quant=qc("fp8")))
 
 
 def _quark(d: Path) -> Path:
@@ -223,7 +172,7 @@ def _quark(d: Path) -> Path:
         w[f"{p}.v_proj.output_scale"] = t(0.25)
         w[f"{p}.q_proj.output_scale"] = t(0.125 if i == 0 else -1.0)
         w[f"{p}.prob_output_scale"] = t(0.0625)
-    return write_dir(d, w, config(2, qc("quark")))
+    return write_dir(d, w, llama_config(2, quant=qc("quark")))
 
 
 def _hunyuan(d: Path) -> Path:
@@ -233,7 +182,7 @@ def _hunyuan(d: Path) -> Path:
         w[f"{p}.k_cache.scale"] = t(0.046875)
         w[f"{p}.v_cache.scale"] = t(0.03125)
         w[f"{p}.q.scale"] = t(0.01)
-    return write_dir(d, w, config(2, qc("modelopt")))
+    return write_dir(d, w, llama_config(2, quant=qc("modelopt")))
 
 
 def _nemotron(d: Path) -> Path:
@@ -247,7 +196,7 @@ def _nemotron(d: Path) -> Path:
         "backbone.layers.3.mixer.q_proj.weight": torch.randn(4, 4, generator=gen),
         "backbone.layers.3.mixer.k_proj.weight": torch.randn(4, 4, generator=gen),
     }
-    cfg = config(4, qc("modelopt"), architectures=["NemotronHForCausalLM"])
+    cfg = llama_config(4, quant=qc("modelopt"), architectures=["NemotronHForCausalLM"])
     cfg["hybrid_override_pattern"] = "M*M*"
     return write_dir(d, w, cfg)
 
@@ -258,7 +207,7 @@ def _canonical(d: Path) -> Path:
         w[f"{P.format(i)}.attn.k_scale"] = t(0.5, torch.bfloat16)
         w[f"{P.format(i)}.attn.v_scale"] = t(0.375, torch.bfloat16)
     w[f"{P.format(1)}.attn.q_scale"] = t(0.25, torch.bfloat16)
-    return write_dir(d, w, config(2, qc("fp8")))
+    return write_dir(d, w, llama_config(2, quant=qc("fp8")))
 
 
 def _sharded(d: Path) -> Path:
@@ -286,7 +235,12 @@ def _sharded(d: Path) -> Path:
         "unindexed.safetensors": b"not even a safetensors file",
     }
     return write_dir(
-        d, w, config(3, qc("modelopt")), shards=3, placement=placement, extra_files=extras
+        d,
+        w,
+        llama_config(3, quant=qc("modelopt")),
+        shards=3,
+        placement=placement,
+        extra_files=extras,
     )
 
 
@@ -296,14 +250,14 @@ def _sharded_noindex(d: Path) -> Path:
     w[f"{P.format(0)}.v_scale"] = t(0.4)
     w[f"{P.format(1)}.k_scale"] = t(0.8)
     w[f"{P.format(1)}.v_scale"] = t(0.9)
-    return write_dir(d, w, config(2, qc("compressed-tensors")), shards=2, index=False)
+    return write_dir(d, w, llama_config(2, quant=qc("compressed-tensors")), shards=2, index=False)
 
 
 def _duplicates(d: Path) -> Path:
     """The same k_scale in two shards (no index): the engine keeps the last one loaded."""
     w = weights(2)
     w[f"{P.format(0)}.v_scale"] = t(0.4)
-    write_dir(d, w, config(2, qc("fp8")), shards=1)
+    write_dir(d, w, llama_config(2, quant=qc("fp8")), shards=1)
     save_file({f"{P.format(0)}.k_scale": t(0.25)}, str(d / "a-extra.safetensors"))
     save_file({f"{P.format(0)}.k_scale": t(0.5)}, str(d / "z-extra.safetensors"))
     return d
@@ -313,7 +267,7 @@ def _single_file(d: Path) -> Path:
     w = weights(2)
     w[f"{P.format(0)}.k_scale"] = t(0.3)
     w[f"{P.format(0)}.v_scale"] = t(0.2)
-    write_dir(d, w, config(2, qc("compressed-tensors")))
+    write_dir(d, w, llama_config(2, quant=qc("compressed-tensors")))
     (d / "notes.txt").write_text("not copied for a single-file input")
     return d / "model.safetensors"
 

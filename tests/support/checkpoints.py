@@ -1,0 +1,261 @@
+"""Tiny synthetic checkpoints for tests (torch + safetensors.torch, so values are exact).
+
+One Llama config builder (``llama_config``), one quantization_config table (``quant_config``),
+and the writers every test module uses; fixtures wrapping them live in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+LLAMA_PREFIX = "model.layers.{}.self_attn"
+DTYPES = {
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F64": torch.float64,
+    "I32": torch.int32,
+    "F8_E4M3": torch.float8_e4m3fn,
+}
+
+CT_TENSOR = {
+    "num_bits": 8,
+    "type": "float",
+    "strategy": "tensor",
+    "symmetric": True,
+    "dynamic": False,
+}
+CT_HEAD = {**CT_TENSOR, "strategy": "attn_head"}
+FP8_TENSOR = {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}
+
+
+def quant_config(method: str, **extra: Any) -> dict[str, Any]:
+    """A minimal quantization_config for each producer (``ct-head``: compressed-tensors
+    ``attn_head``)."""
+    if method in ("compressed-tensors", "ct-head"):
+        qc: dict[str, Any] = {
+            "quant_method": "compressed-tensors",
+            "config_groups": {},
+            "kv_cache_scheme": CT_HEAD if method == "ct-head" else CT_TENSOR,
+        }
+    elif method == "fp8":
+        qc = {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"}
+    elif method == "modelopt":
+        qc = {
+            "quant_method": "modelopt",
+            "quant_algo": "FP8",
+            "kv_cache_scheme": {"dynamic": False, "num_bits": 8, "type": "float"},
+            "producer": {"name": "modelopt", "version": "0.37.0"},
+        }
+    elif method == "quark":
+        qc = {
+            "quant_method": "quark",
+            "export": {"kv_cache_group": ["*k_proj", "*v_proj"]},
+            "layer_quant_config": {
+                "*k_proj": {"output_tensors": FP8_TENSOR},
+                "*v_proj": {"output_tensors": FP8_TENSOR},
+            },
+        }
+    else:
+        raise ValueError(method)
+    qc.update(extra)
+    return qc
+
+
+def llama_config(
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    torch_dtype: str = "bfloat16",
+    quant: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """config.json of a small Llama (4 heads, 2 kv heads, bf16), optionally quantized."""
+    cfg: dict[str, Any] = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "torch_dtype": torch_dtype,
+    }
+    if quant is not None:
+        cfg["quantization_config"] = quant
+    cfg.update(extra)
+    return cfg
+
+
+def ct_config(layers: int = 2, strategy: str = "tensor", **extra: Any) -> dict[str, Any]:
+    """A Llama config with a compressed-tensors FP8 kv_cache_scheme (auto -> fp8)."""
+    method = "ct-head" if strategy == "attn_head" else "compressed-tensors"
+    if strategy not in ("tensor", "attn_head"):
+        qc = quant_config("compressed-tensors")
+        qc["kv_cache_scheme"] = {**CT_TENSOR, "strategy": strategy}
+        return llama_config(layers, quant=qc, **extra)
+    return llama_config(layers, quant=quant_config(method), **extra)
+
+
+def fp8_config(layers: int = 2, **extra: Any) -> dict[str, Any]:
+    """A Llama config with quant_method fp8 (the engine's base KV-scale path)."""
+    return llama_config(
+        layers, quant={"quant_method": "fp8", "activation_scheme": "static"}, **extra
+    )
+
+
+def tensor(value: Any, dtype: str = "F32", shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    t = torch.tensor(value, dtype=torch.float64).to(DTYPES[dtype])
+    return t.reshape(shape) if shape is not None else t
+
+
+def write_safetensors_file(
+    path: Path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None
+) -> Path:
+    """A valid safetensors file written by the reference writer."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(dict(tensors), str(path), metadata=dict(metadata) if metadata else None)
+    return path
+
+
+def raw_safetensors_file(
+    path: Path,
+    header: Any,
+    data: bytes = b"",
+    *,
+    header_len: int | None = None,
+    pad: bool = True,
+) -> Path:
+    """Exact bytes: 8-byte little-endian length, header, data. Nothing is validated."""
+    if isinstance(header, bytes):
+        raw = header
+    elif isinstance(header, str):
+        raw = header.encode("utf-8", "surrogatepass")
+    else:
+        raw = json.dumps(header, separators=(",", ":")).encode()
+    if pad and len(raw) % 8:
+        raw += b" " * (8 - len(raw) % 8)  # writers pad with spaces to a multiple of 8
+    length = len(raw) if header_len is None else header_len
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", length) + raw + data)
+    return path
+
+
+def tensor_entry(dtype: str, shape: list[int], begin: int, end: int) -> dict[str, Any]:
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
+
+
+def llama_tensors(
+    layers: int = 2,
+    scales: Mapping[str, float] | None = None,
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """q_proj weights plus ``<prefix>.k_proj.k_scale``-style scalars for every layer."""
+    scales = {"k_scale": 0.5, "v_scale": 0.25} if scales is None else scales
+    tensors: dict[str, Any] = {}
+    for i in range(layers):
+        prefix = LLAMA_PREFIX.format(i)
+        tensors[f"{prefix}.q_proj.weight"] = torch.zeros(4, 4, dtype=torch.bfloat16)
+        for kind, value in scales.items():
+            proj = kind[0]
+            tensors[f"{prefix}.{proj}_proj.{kind}"] = torch.tensor(
+                value, dtype=getattr(torch, dtype)
+            )
+    return tensors
+
+
+def make_checkpoint_dir(
+    root: Path,
+    name: str = "ckpt",
+    *,
+    layers: int = 2,
+    scales: Mapping[str, float] | None = None,
+    config: Mapping[str, Any] | None | bool = True,
+    shards: int = 1,
+    index: bool = True,
+    tensors: Mapping[str, Any] | None = None,
+) -> Path:
+    """A directory checkpoint; ``config=True`` writes ``ct_config(layers)``, ``None``/False none.
+
+    With ``shards > 1`` tensors are spread round-robin over ``model-0000i-of-0000n.safetensors``
+    and, when ``index`` is true, a ``model.safetensors.index.json`` lists them.
+    """
+    directory = root / name
+    directory.mkdir(parents=True, exist_ok=True)
+    all_tensors = dict(llama_tensors(layers, scales) if tensors is None else tensors)
+    if config is True:
+        config = ct_config(layers)
+    if config:
+        (directory / "config.json").write_text(json.dumps(config))
+    if shards == 1:
+        write_safetensors_file(directory / "model.safetensors", all_tensors)
+        return directory
+    names = sorted(all_tensors)
+    weight_map: dict[str, str] = {}
+    for s in range(shards):
+        shard = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: all_tensors[n] for n in names[s::shards]}
+        write_safetensors_file(directory / shard, part)
+        weight_map.update(dict.fromkeys(part, shard))
+    if index:
+        (directory / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map})
+        )
+    return directory
+
+
+def write_checkpoint(
+    directory: Path,
+    tensors: dict[str, torch.Tensor] | None = None,
+    cfg: dict[str, Any] | None = None,
+    *,
+    shards: list[dict[str, torch.Tensor]] | None = None,
+    index: bool = False,
+    extra_json: dict[str, Any] | None = None,
+) -> Path:
+    """Write config.json plus one file (``tensors``) or several shards (``shards``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if cfg is not None:
+        (directory / "config.json").write_text(json.dumps(cfg))
+    for name, document in (extra_json or {}).items():
+        (directory / name).write_text(json.dumps(document))
+    if shards is None:
+        save_file(dict(tensors or {}), str(directory / "model.safetensors"))
+        return directory
+    weight_map: dict[str, str] = {}
+    for i, shard in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(dict(shard), str(directory / name))
+        weight_map.update(dict.fromkeys(shard, name))
+    if index:
+        (directory / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map})
+        )
+    return directory
+
+
+def attention_weights(
+    layers: int, prefix: str = "model.layers.{}.self_attn"
+) -> dict[str, torch.Tensor]:
+    """Projection weights that make the layers visible as attention layers."""
+    out: dict[str, torch.Tensor] = {}
+    for i in range(layers):
+        for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            out[f"{prefix.format(i)}.{proj}.weight"] = torch.zeros(4, 4, dtype=torch.bfloat16)
+    return out
+
+
+def write_scalar_checkpoint(
+    directory: Path, tensors: dict[str, float], layers: int, qc: dict[str, Any] | None = None
+) -> Path:
+    """A new directory: a Llama config (compressed-tensors by default) plus float32 scalar
+    tensors; the attention layers come from num_hidden_layers."""
+    directory.mkdir(parents=True)
+    quant = qc if qc is not None else quant_config("compressed-tensors")
+    scalars = {name: tensor(value) for name, value in tensors.items()}
+    return write_checkpoint(directory, scalars, llama_config(layers=layers, quant=quant))
