@@ -38,15 +38,6 @@ from support.checkpoints import (
 from support.hostile import HostileRunner
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # Declared here (not in pyproject) so the marker travels with the tests that use it.
-    config.addinivalue_line(
-        "markers",
-        "hostile_subprocess: runs the hostile-input catalogue through `python -m kvscale` "
-        "subprocesses (select with -m hostile_subprocess)",
-    )
-
-
 # --- fixtures -----------------------------------------------------------------------------------
 
 

@@ -73,6 +73,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @example(blob=struct.pack("<Q", 2) + b"{}")
 @example(blob=struct.pack("<Q", 2**64 - 1) + b"{}")
 @example(blob=struct.pack("<Q", 4) + b"null")
+@pytest.mark.slow
 def test_any_file_gets_a_kvscale_error_or_agrees_with_the_reference(
     scratch: Path, blob: bytes
 ) -> None:

@@ -151,6 +151,7 @@ def _final_names(parent: Path, out: Path) -> list[str]:
 # --- SIGKILL at random points ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points(big: Any, tmp_path: Path) -> None:
     src, src_digest, ref_digest = big
     start = time.monotonic()
@@ -187,6 +188,7 @@ def test_sigkill_at_random_points(big: Any, tmp_path: Path) -> None:
     assert outcomes["absent"] >= 1, outcomes  # the kills did land mid-run
 
 
+@pytest.mark.slow
 def test_sigkill_during_force_replacement(big: Any, tmp_path: Path) -> None:
     src, src_digest, ref_digest = big
     out = tmp_path / "out"
