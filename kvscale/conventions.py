@@ -91,6 +91,16 @@ _SCALE_LIKE = re.compile(
 )
 
 
+# Tensors of a KV-cache scheme that are not scales: ModelOpt's affine KV cache writes an offset
+# per projection (k_proj.k_bias / v_proj.v_bias) beside k_scale / v_scale.
+_KV_SCHEME_EXTRA = re.compile(r"\.(?:k_proj\.k_bias|v_proj\.v_bias)$")
+
+
+def is_kv_scheme_extra(name: str) -> bool:
+    """A tensor the KV-cache scheme writes that is not a scale (ModelOpt affine-KV bias)."""
+    return bool(_KV_SCHEME_EXTRA.search(name))
+
+
 def looks_like_kv_scale(name: str) -> bool:
     """A tensor name some producer uses for a KV/attention scale (mapped or not)."""
     return bool(_SCALE_LIKE.search(name))

@@ -311,6 +311,10 @@ def owner_layer(tensor: str) -> str | None:
     return f"{match.group(1)}.attn" if match else None
 
 
+# Codes of KV-scheme tensors that are not scales: renaming them to k_scale/v_scale is no fix.
+_SCHEME_EXTRA_CODES = frozenset({"unloadable-kv-tensor", "ignored-kv-tensor"})
+
+
 def unmapped_problems(
     unmapped: Sequence[UnmappedTensor], refused_by: Mapping[str, UnmappedTensor]
 ) -> list[Problem]:
@@ -330,11 +334,20 @@ def unmapped_problems(
         else:
             owners = {owner for u in items if (owner := owner_layer(u.tensor)) is not None}
         layers = tuple(sorted(owners, key=layer_sort_key))
+        scheme_extra = code in _SCHEME_EXTRA_CODES
+        what = "loaded" if scheme_extra else "used as a KV scale"
         if len(items) == 1:
-            head = f"{tensors[0]} is not used as a KV scale: {reason}"
+            head = f"{tensors[0]} is not {what}: {reason}"
         else:
-            head = f"{len(items)} tensors are not used as KV scales ({_names(tensors)}): {reason}"
-        if fails:
+            what = "loaded" if scheme_extra else "used as KV scales"
+            head = f"{len(items)} tensors are not {what} ({_names(tensors)}): {reason}"
+        if fails and scheme_extra:
+            head += f"; the engine's loader raises on {'it' if len(items) == 1 else 'them'}" + (
+                f", so {len(layers)} layer{'s fail' if len(layers) != 1 else ' fails'} to load"
+                if layers
+                else ""
+            )
+        elif fails:
             head += (
                 "; the engine's loader refuses "
                 + ("it" if len(items) == 1 else "them")

@@ -123,8 +123,14 @@ def inspect_checkpoint(
     return resolve_checkpoint(open_checkpoint(path, progress), options or EngineOptions())
 
 
-def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
-    """What the engine holds for every attention layer of an opened checkpoint, and why."""
+def resolve_checkpoint(
+    ckpt: Checkpoint, options: EngineOptions, *, as_intended: bool = False
+) -> ScaleReport:
+    """What the engine holds for every attention layer of an opened checkpoint, and why.
+
+    ``as_intended``: what it would hold if the architecture's own renames did not drop scale
+    names first (``NameContext.as_intended``); only ``normalize`` asks, to repair such names.
+    """
     engine = options.rules
     shape = parse_model_shape(ckpt.config, str(ckpt.config_path))
     raw_quant = find_quant_config(
@@ -148,7 +154,7 @@ def resolve_checkpoint(ckpt: Checkpoint, options: EngineOptions) -> ScaleReport:
         for p in attention_prefixes_from_weights(ckpt.tensors)
         if not _NON_KV_CACHE_PREFIX.search(p)
     }
-    context = NameContext(quant, shape, frozenset(weight_prefixes))
+    context = NameContext(quant, shape, frozenset(weight_prefixes), as_intended)
     normalized_files = {
         name
         for name, header in ckpt.headers.items()

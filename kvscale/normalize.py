@@ -398,9 +398,21 @@ def plan_normalize(
     blocking: list[Problem] = []
     kv_dtype = report.kv_cache_dtype
     values_report = report
+    dropped = [u for u in report.unmapped if u.code == "dropped-by-architecture"]
+    if dropped and options.checkpoint:
+        # The copy can hold these scales under names the architecture's rename keeps: resolve
+        # what the producer meant, and write that (the copy is checked below like any other).
+        values_report = resolve_checkpoint(ckpt, options.engine, as_intended=True)
+        warnings.append(
+            _warning(
+                "renamed-past-architecture",
+                f"{len(dropped)} scale tensor(s) that this architecture's q/k/v_proj -> qkv_proj "
+                f"rename drops ({dropped[0].tensor}, ...) are written under names it keeps",
+            )
+        )
     if report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales:
         kv_dtype = "fp8"
-        values_report = resolve_again(report, replace(report.options, kv_cache_dtype="fp8"))
+        values_report = resolve_again(values_report, replace(report.options, kv_cache_dtype="fp8"))
         warnings.append(
             _warning(
                 "kv-dtype-promoted",
@@ -446,7 +458,12 @@ def plan_normalize(
                 )
             )
         if layer.rule is Rule.ERROR:
-            reasons.append(("layer-refused", layer.error or "the engine refuses this layer"))
+            why = layer.error or "the engine refuses this layer"
+            if dropped and not options.checkpoint:
+                why += (
+                    " (normalize --checkpoint rewrites these names so that the engine keeps them)"
+                )
+            reasons.append(("layer-refused", why))
         else:
             reasons.extend(("invalid-scale-value", m) for m in _value_problems(layer, platform))
             if platform != "ocp":
@@ -556,7 +573,7 @@ def plan_normalize(
             )
 
     fingerprint = dict(report.fingerprint)
-    fingerprint["scales_sha256"] = _scales_fingerprint(ckpt, report.layers)
+    fingerprint["scales_sha256"] = _scales_fingerprint(ckpt, values_report.layers)
     layers = tuple(plans)
     removed: tuple[tuple[str, str], ...] = ()
     added: tuple[tuple[str, str], ...] = ()

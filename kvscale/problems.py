@@ -170,11 +170,29 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize does this).",
     ),
     ProblemCode(
+        "unloadable-kv-tensor",
+        E,
+        "A tensor of the KV-cache scheme that no engine parameter takes (ModelOpt's affine KV "
+        "cache writes k_proj.k_bias / v_proj.v_bias): the engine's loader raises, so the model "
+        "does not load.",
+        "Re-export with a symmetric FP8 KV-cache config (no affine bias), or serve with an engine "
+        "that supports the scheme.",
+    ),
+    ProblemCode(
+        "ignored-kv-tensor",
+        W,
+        "A tensor of the KV-cache scheme that no engine parameter takes is silently skipped "
+        "(SGLang drops ModelOpt's affine-KV k_bias / v_bias): the cache is written without it.",
+        "Check the tensor is zero (then nothing changes), or re-export with a symmetric FP8 "
+        "KV-cache config.",
+    ),
+    ProblemCode(
         "dropped-by-architecture",
         E,
         "The model's own name mapper rewrites this tensor before the KV-scale conventions run, "
         "so the engine cannot load it as a KV scale.",
-        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize does this).",
+        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize --checkpoint does "
+        "this).",
     ),
     ProblemCode(
         "duplicate-scale-source",
@@ -239,9 +257,11 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
     ),
     ProblemCode(
         "no-attention-layers",
-        W,
-        "No attention layer could be found from config.json or the weight names.",
-        "Pass a checkpoint with config.json (num_hidden_layers) or attention weights.",
+        E,
+        "No attention layer could be found from config.json or the weight names: there is "
+        "nothing whose scales could be checked, which is not a pass.",
+        "Pass a model checkpoint: a directory with config.json (num_hidden_layers) or a "
+        "safetensors file with attention weights.",
     ),
     # --- engine-specific (the engine named in the message) ---
     ProblemCode(
@@ -359,6 +379,14 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "normalize: explicit tensors would not reproduce the engine's values for this layer "
         "(e.g. compressed-tensors attn_head without config_groups), so it is left as it is.",
         "Nothing to do: the copy loads as the original does.",
+    ),
+    ProblemCode(
+        "renamed-past-architecture",
+        W,
+        "normalize --checkpoint: scale tensors the architecture's own rename drops (e.g. Quark "
+        "k_proj.output_scale on Gemma2) are written under names the engine keeps, with the "
+        "values their producer meant.",
+        "Nothing to do: inspect the copy to see the scales the engine now loads.",
     ),
     ProblemCode(
         "kv-dtype-promoted",

@@ -37,7 +37,6 @@ from support.checkpoints import (
 )
 from support.hostile import HostileRunner
 
-
 # --- fixtures -----------------------------------------------------------------------------------
 
 

@@ -120,6 +120,6 @@ def verify(
     elif quiet:
         output.lines(verify_lines(result, strict=strict))
     else:
-        output.render(verify_renderables(result, strict=strict))
+        output.render(verify_renderables(result, strict=strict, applied=settings.applied()))
     if not ok:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -246,6 +246,10 @@ class NameContext:
     shape: ModelShape
     attention_prefixes: frozenset[str]
     """Attention module prefixes evidenced by the projection weights (may be empty)."""
+    as_intended: bool = False
+    """Route names as their producer meant them, without the architecture's own renames that run
+    first (vLLM: the stacked q/k/v_proj -> qkv_proj mapper). ``kvscale normalize`` resolves
+    with it to rewrite, under names the engine keeps, scales the architecture drops."""
 
 
 class Engine(ABC):

@@ -52,7 +52,12 @@ class Check:
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("engine-loads", "layer", "Does the engine load this layer's scales?", ("layer-refused",)),
+    Check(
+        "engine-loads",
+        "layer",
+        "Does the engine load this layer's scales?",
+        ("layer-refused", "unloadable-kv-tensor", "ignored-kv-tensor"),
+    ),
     Check(
         "kv-scales-present",
         "layer",
@@ -162,6 +167,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-skipped",
             "kept-as-is",
             "kv-dtype-promoted",
+            "renamed-past-architecture",
             "default-made-explicit",
             "fnuz-specific-copy",
             "no-kv-scale-parameters",

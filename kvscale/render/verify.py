@@ -117,7 +117,29 @@ def verify_lines(result: VerifyResult, *, strict: bool = False) -> list[str]:
     return out
 
 
-def verify_renderables(result: VerifyResult, *, strict: bool = False) -> list[RenderableType]:
+def resolved_with_line(result: VerifyResult, applied: Mapping[str, object] | None = None) -> str:
+    """Which engine, options and policy file gave the scales (defect: verify once ignored them)."""
+    applied = applied or {}
+    chosen = applied.get("options", dict(result.options))
+    given = ", ".join(f"{key}={value}" for key, value in dict(chosen).items()) or "none"  # type: ignore[call-overload]
+    engine = " ".join(str(result.engine.get(key, "")) for key in ("name", "version")).strip()
+    if result.target_kind == "checkpoint":
+        how = "resolved as kvscale inspect resolves them"
+    else:
+        how = "as written by kvscale normalize/calibrate"
+    return (
+        f"scales {how}: {engine or 'engine'}, kv cache {result.kv_cache_dtype}, platform "
+        f"{result.platform}; options set: {given}; "
+        f"policy file: {applied.get('policy_file') or 'none'}"
+    )
+
+
+def verify_renderables(
+    result: VerifyResult,
+    *,
+    strict: bool = False,
+    applied: Mapping[str, object] | None = None,
+) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
 
@@ -158,7 +180,11 @@ def verify_renderables(result: VerifyResult, *, strict: bool = False) -> list[Re
                 stats.data,
                 Text("pass", style="green") if stats.passed else Text("FAIL", style="bold red"),
             )
-    out: list[RenderableType] = [title, table]
+    out: list[RenderableType] = [
+        title,
+        safe_text(resolved_with_line(result, applied), "dim"),
+        table,
+    ]
     failures = Text()
     for layer in result.layers:
         if layer.error is not None:

@@ -16,7 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from kvscale.conventions import attention_prefix, convention_of, looks_like_kv_scale
+from kvscale.conventions import (
+    attention_prefix,
+    convention_of,
+    is_kv_scheme_extra,
+    looks_like_kv_scale,
+)
 from kvscale.engine.base import (
     Engine,
     EnginePath,
@@ -128,6 +133,16 @@ class SglangEngine(Engine):
         return settings, how
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        if is_kv_scheme_extra(tensor):
+            # models/llama.py load_weights: after the stacked rename to qkv_proj the name is not
+            # in params_dict and the loop `continue`s: the bias is dropped without a word.
+            engine_name = re.sub(r"\.[kv]_proj\.", ".qkv_proj.", tensor)
+            reason = "SGLang 0.5.23 skips names no parameter takes (an affine KV-cache bias)"
+            return Routed(
+                unmapped=UnmappedTensor(
+                    tensor, file, engine_name, reason, False, "ignored-kv-tensor"
+                )
+            )
         if not looks_like_kv_scale(tensor):
             return Routed()
         remapped = names.remap(tensor, _param_check(context))

@@ -15,6 +15,7 @@ from functools import cache
 from kvscale.conventions import (
     attention_prefix,
     engine_layer_name,
+    is_kv_scheme_extra,
     looks_like_kv_scale,
 )
 from kvscale.engine.base import (
@@ -103,6 +104,7 @@ class VllmEngine(Engine):
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         quant = context.quant
         stacked_first, auto_loaded, _ = _architecture_facts(context.shape.architectures)
+        stacked_first = stacked_first and not context.as_intended
         has_quant_config = quant.raw is not None
         if has_quant_config:
             mapped = names.map_name(tensor, quant.quant_method, stacked_first)
@@ -133,6 +135,18 @@ class VllmEngine(Engine):
                     unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, False)
                 )
             return Routed(mapped=mapped)
+        if is_kv_scheme_extra(tensor):
+            # The stacked q/k/v_proj -> qkv_proj rename (the model's WeightsMapper or its
+            # stacked_params_mapping loop) runs first; qkv_proj has no k_bias parameter and the
+            # name is not an ignorable cache-scale suffix, so AutoWeightsLoader._load_module
+            # (model_executor/models/utils.py) raises.
+            engine_name = re.sub(r"\.[kv]_proj\.", ".qkv_proj.", tensor)
+            reason = "vLLM 0.33 has no parameter for an affine KV-cache bias (ModelOpt)"
+            return Routed(
+                unmapped=UnmappedTensor(
+                    tensor, file, engine_name, reason, True, "unloadable-kv-tensor"
+                )
+            )
         if not looks_like_kv_scale(tensor):
             return Routed()
         code = "unmapped-scale-name"
@@ -217,6 +231,7 @@ class VllmEngine(Engine):
                     "uncalibrated-q-prob",
                     f"{kinds} {verb} 1.0 (uncalibrated) for fp8 attention backends in "
                     f"{len(layer_names)} of {len(layers)} layers ({shown}); the engine warns once",
+                    layers=tuple(layer_names),
                 )
             )
         return out
