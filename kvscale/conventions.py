@@ -49,8 +49,9 @@ _PRODUCERS = {
 }
 
 NORMALIZED_MARK = "kvscale.normalized"
-"""``__metadata__`` key of the shards ``kvscale normalize`` rewrites, so that inspect attributes
-their scales to kvscale rather than to the producer whose naming convention they use."""
+"""``__metadata__`` key of the shards ``kvscale normalize`` (value ``1``) and ``kvscale
+calibrate`` (value ``calibrate``) rewrite, so that inspect attributes their scales to kvscale
+rather than to the producer whose naming convention they use."""
 
 
 @dataclass(frozen=True)
@@ -62,18 +63,26 @@ class Producer:
 
 
 def producer_of(
-    convention: Convention, quant_method: str | None, normalized: bool = False
+    convention: Convention,
+    quant_method: str | None,
+    kvscale_mark: str | None = None,
+    *,
+    quark_export: bool = False,
 ) -> Producer:
     """The producer of a scale tensor, from its naming convention and what the checkpoint says.
 
     Several producers share the ``<prefix>.k_scale`` names: llm-compressor, AutoFP8, Quark's
-    ``custom_mode="fp8"`` export and kvscale normalize; the quant method (and normalize's shard
-    mark) tells them apart.
+    ``custom_mode="fp8"`` export and kvscale normalize; the quant method, normalize's shard mark
+    and ``quark_export`` tell them apart. Quark 0.13's ``custom_mode="fp8"`` writes
+    ``quant_method: "fp8"`` like AutoFP8, plus Quark's own ``export`` block (``kv_cache_group``,
+    ``min_kv_scale``): ``quark_export`` is whether the config has it.
     """
-    if normalized:
+    if kvscale_mark == "calibrate":
+        return Producer("kvscale", "kvscale calibrate (from the model's activations)")
+    if kvscale_mark is not None:
         return Producer("kvscale", "kvscale normalize (explicit scales)")
     if convention is Convention.LLM_COMPRESSOR:
-        if quant_method == "quark":
+        if quant_method == "quark" or quark_export:
             return Producer("quark", 'AMD Quark (custom_mode="fp8" export)')
         if quant_method == "fp8":
             return Producer("autofp8", "AutoFP8 (since 2024-07)")

@@ -90,6 +90,12 @@ class RefusedError(KVScaleError):
     exit_code = ExitCode.CHECK_FAILED
 
 
+class InternalCheckError(KVScaleError):
+    """kvscale's own check of what it wrote failed (a bug in kvscale, not in the input)."""
+
+    exit_code = ExitCode.INTERNAL
+
+
 class EnvironmentMissingError(KVScaleError):
     """A required environment (CUDA device, FP8 support, Triton) is missing."""
 

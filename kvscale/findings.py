@@ -399,12 +399,18 @@ def model_problems(
                 f"{_names([layer.name for layer in unscaled])}",
             )
         )
-    if quant.kv_declaration and not any_sources and layers:
+    # An engine that ignores the declared scheme (SGLang and attn_head: kv-scheme-ignored, from
+    # the engine's own problems) is the one cause: the consequences are not reported again.
+    ignored = quant.ignored_scheme is not None
+    if quant.kv_declaration and not any_sources and layers and not ignored:
         if scale_like_count:
+            see = (
+                "scales-without-quant-config"
+                if settings.engine_path is EnginePath.NONE
+                else ", ".join(sorted({u.code for u in unmapped}))
+            )
             found = (
-                f"none of the {scale_like_count} KV-scale tensors found reaches a layer (see "
-                + ", ".join(sorted({u.code for u in unmapped}))
-                + ")"
+                f"none of the {scale_like_count} KV-scale tensors found reaches a layer (see {see})"
             )
         else:
             found = "no KV-scale tensor was found"
@@ -442,7 +448,7 @@ def model_problems(
                     "quantization_config has no quant_method; the engine cannot use it",
                 )
             )
-        if scale_like_count:
+        if scale_like_count and not ignored:
             first = unmapped[0].tensor if unmapped else ""
             fails = any(item.fails for item in unmapped)
             out.append(

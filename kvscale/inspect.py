@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kvscale.conventions import (
     NORMALIZED_MARK,
@@ -37,11 +39,15 @@ from kvscale.engine.config import ModelShape, find_quant_config, parse_model_sha
 from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
-from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, open_checkpoint
+from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef
+from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.options import EngineOptions
 from kvscale.problems import Problem, Severity, problem
+
+if TYPE_CHECKING:
+    from kvscale.io.remote import RemoteStats
 
 _NON_KV_CACHE_PREFIX = re.compile(
     r"(?:^|\.)(?:vision|visual|vision_tower|vision_model|audio|audio_tower|image)"
@@ -72,6 +78,8 @@ class ScaleReport:
     refused_by: Mapping[str, tuple[UnmappedTensor, str]] = field(default_factory=dict)
     """Engine layer -> the unplaced tensor whose loading fails it, and the engine's error."""
     scale_like_count: int = 0
+    remote: RemoteStats | None = None
+    """Where a remote checkpoint was read from and what it cost; None for a local path."""
 
     @property
     def engine(self) -> dict[str, str]:
@@ -118,9 +126,26 @@ def inspect_checkpoint(
     path: str | os.PathLike[str],
     options: EngineOptions | None = None,
     progress: ProgressCallback | None = None,
+    *,
+    revision: str | None = None,
 ) -> ScaleReport:
-    """Open a checkpoint, resolve every attention layer's scales, and collect problems."""
-    return resolve_checkpoint(open_checkpoint(path, progress), options or EngineOptions())
+    """Open a checkpoint (local, or remote: ``kvscale.io.inputs``), resolve every attention
+    layer's scales, and collect problems."""
+    ckpt = open_input(path, revision=revision, progress=progress)
+    return resolve_checkpoint(ckpt, options or EngineOptions())
+
+
+def _quark_export(quant: QuantConfig) -> bool:
+    """The config carries Quark's export block (``kv_cache_group``), whatever its quant_method."""
+    export = quant.raw.get("export") if quant.raw is not None else None
+    return isinstance(export, Mapping) and "kv_cache_group" in export
+
+
+def _remote_stats(ckpt: Checkpoint) -> RemoteStats | None:
+    """What reading a remote checkpoint cost (taken after every read of the resolution)."""
+    remote = sys.modules.get("kvscale.io.remote")
+    # Not imported: nothing was opened remotely (and a local inspect stays free of it).
+    return None if remote is None else remote.remote_stats(ckpt)
 
 
 def resolve_checkpoint(
@@ -155,8 +180,8 @@ def resolve_checkpoint(
         if not _NON_KV_CACHE_PREFIX.search(p)
     }
     context = NameContext(quant, shape, frozenset(weight_prefixes), as_intended)
-    normalized_files = {
-        name
+    kvscale_marks = {
+        name: str(header.metadata[NORMALIZED_MARK])
         for name, header in ckpt.headers.items()
         if header.metadata is not None and NORMALIZED_MARK in header.metadata
     }
@@ -174,7 +199,12 @@ def resolve_checkpoint(
     values = _read_values(ckpt, [ref for ref, *_ in found])
     by_layer: dict[str, list[ScaleSource]] = defaultdict(list)
     for ref, layer_name, kind, convention in found:
-        producer = producer_of(convention, quant.quant_method, ref.file in normalized_files)
+        producer = producer_of(
+            convention,
+            quant.quant_method,
+            kvscale_marks.get(ref.file),
+            quark_export=_quark_export(quant),
+        )
         by_layer[layer_name].append(
             _make_source(ref, kind, convention, producer, values.get((ref.file, ref.name)))
         )
@@ -196,6 +226,7 @@ def resolve_checkpoint(
         for (layer, _, _), name in zip(inputs, layer_names, strict=True)
         if name in refusals
     }
+    remote = _remote_stats(ckpt)
     return _resolve(
         ScaleReport(
             checkpoint=ckpt.given,
@@ -214,6 +245,7 @@ def resolve_checkpoint(
             weight_dtypes=weight_dtypes,
             refused_by=refused_by,
             scale_like_count=scale_like_count,
+            remote=remote,
         ),
         settings,
         inputs,

@@ -69,10 +69,17 @@ from kvscale.engine.base import (
 from kvscale.errors import InputError, RefusedError
 from kvscale.floats import decode_values, max_nan
 from kvscale.inspect import ScaleReport, resolve_again, resolve_checkpoint
-from kvscale.io.checkpoint import Checkpoint, open_checkpoint
-from kvscale.io.checkpoint_copy import ShardEdit, input_paths, plan_copy
+from kvscale.io.checkpoint import Checkpoint
+from kvscale.io.checkpoint_copy import (
+    ShardEdit,
+    input_paths,
+    plan_copy,
+    scale_shards,
+    scale_tensor,
+)
+from kvscale.io.inputs import open_input
 from kvscale.io.safetensors import read_tensor_bytes
-from kvscale.io.safetensors_write import NewTensor, f32_tensor
+from kvscale.io.safetensors_write import NewTensor
 from kvscale.io.staging import (
     FileJob,
     WriteOptions,
@@ -96,6 +103,8 @@ class NormalizeOptions:
     force: bool = False
     """Replace an existing output; skip (keep as they are) layers that cannot be normalized."""
     write: WriteOptions = field(default_factory=WriteOptions)
+    revision: str | None = None
+    """Revision of a Hub checkpoint (``--revision``)."""
 
 
 @dataclass(frozen=True)
@@ -219,21 +228,6 @@ def _flat(value: ScaleValue | None) -> tuple[float, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _checkpoint_tensor(name: str, kind: str, value: ScaleValue, num_heads: int | None) -> NewTensor:
-    if isinstance(value, tuple):
-        # compressed-tensors attn_head: k/v [num_kv_heads,1,1]; q [num_heads,1,1] holding each
-        # GQA group's max on every head of the group, so that the loader's
-        # amax(view(-1, num_heads // num_kv_heads)) gives back exactly the device values
-        # (_tp_aware_loader, compressed_tensors.py v0.33.0).
-        if kind == "q_scale":
-            heads = num_heads or len(value)
-            group = max(1, heads // max(1, len(value)))
-            expanded = tuple(v for v in value for _ in range(group))
-            return f32_tensor(name, expanded, (len(expanded), 1, 1))
-        return f32_tensor(name, value, (len(value), 1, 1))
-    return f32_tensor(name, (value,), ())
-
-
 def _value_problems(layer: ResolvedLayer, platform: str) -> list[str]:
     out = []
     for kind in KINDS:
@@ -339,39 +333,6 @@ def _scales_fingerprint(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> st
     return digest.hexdigest()
 
 
-def _target_shards(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> dict[str, str]:
-    """Per layer: the shard that held its scales, else its attention weights, else the first.
-
-    One pass over the tensor names for all layers (not one per layer).
-    """
-    out: dict[str, str] = {}
-    wanted: dict[str, str] = {}
-    for layer in layers:
-        for kind in (*KINDS, "k_zero_point", "v_zero_point", "q_zero_point"):
-            src = layer.sources.get(kind)
-            if src is not None:
-                out[layer.name] = src.file
-                break
-        else:
-            wanted[layer.checkpoint_prefix + "."] = layer.name
-    if wanted:
-        first: dict[str, tuple[int, str]] = {}
-        for ref in ckpt.tensors.values():
-            name = ref.name
-            # The prefix of a weight name, at each '.', is a candidate layer prefix.
-            for cut in range(len(name)):
-                if name[cut] != ".":
-                    continue
-                layer_name = wanted.get(name[: cut + 1])
-                if layer_name is not None:
-                    best = first.get(layer_name)
-                    if best is None or ref.load_order < best[0]:
-                        first[layer_name] = (ref.load_order, ref.file)
-        for layer_name in wanted.values():
-            out[layer_name] = first[layer_name][1] if layer_name in first else ckpt.files[0]
-    return out
-
-
 def plan_normalize(
     checkpoint: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -388,8 +349,13 @@ def plan_normalize(
             progress(ProgressUpdate("headers", done, total, done, total, name))
 
     options.engine.rules.require("normalize")
-    ckpt = open_checkpoint(checkpoint, header_progress)
-    check_not_input(out_path, input_paths(ckpt), "--out")
+    ckpt = open_input(
+        checkpoint,
+        revision=options.revision,
+        progress=header_progress,
+        local_only="normalize --checkpoint" if options.checkpoint else None,
+    )
+    check_not_input(out_path, input_paths(ckpt) if ckpt.is_local else [], "--out")
     check_out(out_path, options.force)
 
     report = resolve_checkpoint(ckpt, options.engine)
@@ -441,7 +407,7 @@ def plan_normalize(
         )
 
     context = NameContext(report.quant, report.shape, frozenset())
-    shards = _target_shards(ckpt, values_report.layers)
+    shards = scale_shards(ckpt, values_report.layers)
     plans: list[LayerPlan] = []
     default_layers: list[str] = []
     settings_variants = [values_report.settings, report.settings]
@@ -494,7 +460,7 @@ def plan_normalize(
                     # fnuz doubles explicit k/v but not the 1.0 default: 0.5 x 2 = 1.0.
                     value = 0.5
                 tensors.append(
-                    (kind, _checkpoint_tensor(name, kind, value, report.shape.num_attention_heads))
+                    (kind, scale_tensor(name, kind, value, report.shape.num_attention_heads))
                 )
         if reasons and layer.name in default_layers:
             default_layers.remove(layer.name)

@@ -380,6 +380,38 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "(e.g. compressed-tensors attn_head without config_groups), so it is left as it is.",
         "Nothing to do: the copy loads as the original does.",
     ),
+    # --- kvscale calibrate ---
+    ProblemCode(
+        "fewer-tokens-than-asked",
+        W,
+        "calibrate: the data file holds fewer samples or tokens than --samples x --seq-len; the "
+        "scales come from what it holds (the output says how many).",
+        "Give more data, or ask for fewer samples to silence this.",
+    ),
+    ProblemCode(
+        "layer-not-calibrated",
+        W,
+        "calibrate: a decoder layer has no KV cache of its own (linear attention, Mamba, a shared "
+        "cache) and gets no scale; as an error, an attention layer of the target that MODEL did "
+        "not calibrate.",
+        "Nothing to do for cache-less layers; for target layers, calibrate the model the target "
+        "was made from.",
+    ),
+    ProblemCode(
+        "nonfinite-activations",
+        E,
+        "calibrate: a layer's K or V held NaN or inf on the calibration data, so no scale exists "
+        "for it; nothing is written.",
+        "Check the model in its dtype on this data (float16 overflows are common: try --dtype "
+        "bfloat16 or float32).",
+    ),
+    ProblemCode(
+        "scales-replaced",
+        W,
+        "calibrate --checkpoint: the target already had k/v scales for these layers; the copy "
+        "holds the calibrated ones instead.",
+        "Compare both with kvscale diff TARGET DIR/checkpoint.",
+    ),
     ProblemCode(
         "renamed-past-architecture",
         W,

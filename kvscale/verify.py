@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +35,14 @@ from kvscale.errors import (
     EnvironmentMissingError,
     InputError,
     LimitExceededError,
+    RefusedError,
     UsageError,
+    require,
 )
 from kvscale.floats import max_nan
 from kvscale.io.safetensors import read_header
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
-from kvscale.kernel.reference import dequantize, reference_reshape_and_cache_flash
+from kvscale.kernel.reference import clipped, dequantize, reference_reshape_and_cache_flash
 from kvscale.limits import MAX_VERIFY_ELEMENTS
 from kvscale.options import EngineOptions
 
@@ -57,6 +61,66 @@ ProgressCallback = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
+class ModelOptions:
+    """``verify --model/--data``: run the model on real text, with the cache in FP8."""
+
+    data: Path
+    model: Path | None = None
+    """The runnable model whose K/V are captured (None: the target itself)."""
+    samples: int = 32
+    seq_len: int = 1024
+    dtype: str = "auto"
+    max_ppl_increase: float | None = None
+    """Fail when ppl_fp8 / ppl_unquantized - 1 exceeds this (relative)."""
+    max_kl: float | None = None
+    """Fail when the mean KL(unquantized || fp8) of the next-token distributions exceeds this."""
+    activations_out: Path | None = None
+
+
+@dataclass(frozen=True)
+class ModelEval:
+    """What TARGET's scales do to the model end to end (``model_eval`` in the JSON)."""
+
+    model: str
+    samples: int
+    tokens: int
+    ppl_unquantized: float
+    ppl_fp8: float
+    ppl_unit_scales: float
+    kl_mean: float
+    kl_max: float
+    kl_mean_unit_scales: float
+    kl_max_unit_scales: float
+    dtype: str
+    device: str
+    activations_out: str | None
+    max_ppl_increase: float | None = None
+    max_kl: float | None = None
+
+    @property
+    def ppl_increase(self) -> float:
+        """Relative: ppl_fp8 / ppl_unquantized - 1."""
+        return self.ppl_fp8 / self.ppl_unquantized - 1.0
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        out = []
+        if self.max_ppl_increase is not None and not self.ppl_increase <= self.max_ppl_increase:
+            out.append(
+                f"perplexity with the FP8 cache is {self.ppl_fp8:.4f} vs "
+                f"{self.ppl_unquantized:.4f} unquantized ({self.ppl_increase:+.2%}), more than "
+                "--max-ppl-increase "
+                f"{self.max_ppl_increase:g}"
+            )
+        if self.max_kl is not None and not self.kl_mean <= self.max_kl:
+            out.append(
+                f"mean KL of the next-token distributions is {self.kl_mean:.4g}, more than "
+                f"--max-kl {self.max_kl:g}"
+            )
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class VerifyOptions:
     gpu: bool = False
     activations: Path | None = None
@@ -65,6 +129,10 @@ class VerifyOptions:
     engine: EngineOptions = field(default_factory=EngineOptions)
     """The options a checkpoint target is resolved with, exactly as ``inspect`` would; a scales
     output holds values already resolved, and options that contradict it are refused."""
+    revision: str | None = None
+    """Revision of a Hub checkpoint target (``--revision``)."""
+    model: ModelOptions | None = None
+    """Capture K/V by running a model on real text (``--data``) instead of synthetic data."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +226,7 @@ class VerifyResult:
     options: Mapping[str, str] = field(default_factory=dict)
     synthetic_layers: tuple[str, ...] = ()
     """Layers whose K/V were synthetic although activations were given (the file lacks them)."""
+    model_eval: ModelEval | None = None
 
     @property
     def ok(self) -> bool:
@@ -165,21 +234,27 @@ class VerifyResult:
             bool(self.layers)
             and self.host_device_agree
             and all(layer.passed for layer in self.layers)
+            and not (self.model_eval is not None and self.model_eval.failures)
         )
 
 
 # --- loading a target ----------------------------------------------------------------------------
 
 
-def load_target(path: Path, options: EngineOptions | None = None) -> Target:
-    """A scales output directory (``kvscale normalize``/``calibrate``), or a checkpoint resolved
-    exactly as ``inspect`` resolves it with the same options."""
+def load_target(
+    path: str | os.PathLike[str],
+    options: EngineOptions | None = None,
+    *,
+    revision: str | None = None,
+) -> Target:
+    """A scales output directory (``kvscale normalize``/``calibrate``), or a checkpoint (local or
+    remote) resolved exactly as ``inspect`` resolves it with the same options."""
     options = options or EngineOptions()
-    if path.is_dir() and scales_file.json_path_of(path) is not None:
-        return _load_scales_output(path, options)
+    if Path(path).is_dir() and scales_file.json_path_of(path) is not None:
+        return _load_scales_output(Path(path), options)
     from kvscale.inspect import inspect_checkpoint
 
-    report = inspect_checkpoint(path, options)
+    report = inspect_checkpoint(path, options, revision=revision)
     layers: list[LayerScales] = []
     refused: list[tuple[str, str]] = []
     for layer in report.layers:
@@ -382,12 +457,7 @@ def _gpu_device() -> tuple[Any, str]:
             f"--gpu: {name} (compute capability {major}.{minor}) has no FP8 conversion support",
             hint="FP8 KV caches need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
         )
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        raise EnvironmentMissingError(
-            "--gpu: Triton is not installed", hint="pip install triton (or the [triton] extra)"
-        ) from None
+    require("triton", "kvscale verify --gpu", "gpu")
     return torch.device("cuda", 0), name
 
 
@@ -406,12 +476,12 @@ def _fmt_for(kv_cache_dtype: str, platform: str) -> tuple[str, FP8Format]:
 
 
 def verify_target(
-    path: Path, options: VerifyOptions, progress: ProgressCallback | None = None
+    path: str | os.PathLike[str], options: VerifyOptions, progress: ProgressCallback | None = None
 ) -> VerifyResult:
     if options.tokens < 1 or options.tokens > 1 << 22:
         raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
     options.engine.rules.require("verify")
-    target = load_target(path, options.engine)
+    target = load_target(path, options.engine, revision=options.revision)
     notes = list(target.notes)
     kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
     if kv_name != target.kv_cache_dtype:
@@ -436,7 +506,22 @@ def verify_target(
     else:
         notes.append("the kernel did not run (no --gpu): statistics come from the CPU reference")
     activations: dict[str, Any] = {}
-    if options.activations is not None:
+    data_label = "activations"
+    activations_path = options.activations
+    model_eval: ModelEval | None = None
+    if options.model is not None:
+        if options.activations is not None:
+            raise UsageError(
+                "--activations and --data exclude each other (--data captures the K/V by "
+                "running the model)"
+            )
+        with tempfile.TemporaryDirectory(prefix="kvscale-verify-") as scratch:
+            saved = options.model.activations_out or Path(scratch) / "activations.safetensors"
+            model_eval = _run_model(path, target, options, fmt, kv_name, kernel, saved, progress)
+            activations = _load_activations(saved, target)
+        data_label = "model"
+        activations_path = saved
+    elif options.activations is not None:
         activations = _load_activations(options.activations, target)
     generator = torch.Generator().manual_seed(options.seed)
     results: list[LayerResult] = []
@@ -451,8 +536,8 @@ def verify_target(
             captured = activations.get(f"{layer.name}.{kind}")
             if captured is not None:
                 kv_data[kind] = (
-                    _check_activation(captured, options.activations, layer.name, kind),
-                    "activations",
+                    _check_activation(captured, activations_path, layer.name, kind),
+                    data_label,
                 )
             else:
                 h = heads if heads > 1 else target.kv_heads
@@ -464,7 +549,7 @@ def verify_target(
                 )
         if activations and any(src == "synthetic" for _, src in kv_data.values()):
             synthetic.append(layer.name)
-        _check_pair(kv_data, options.activations, layer.name)
+        _check_pair(kv_data, activations_path, layer.name)
         k_stats, v_stats = _run_layer(layer, kv_data, kv_name, fmt, device, kernel, generator)
         if agree:
             k_stats = _with_failure(k_stats, "; ".join(agree))
@@ -504,6 +589,7 @@ def verify_target(
         engine=target.engine,
         options=target.options,
         synthetic_layers=tuple(synthetic),
+        model_eval=model_eval,
     )
 
 
@@ -670,7 +756,7 @@ def _stats(
     finite = torch.isfinite(xf)
     y = xf / s
     count = max(1, int(finite.sum()))
-    saturated = float(((y.abs() > fmt.max_finite) & finite).sum()) / count
+    saturated = float((clipped(y, fmt) & finite).sum()) / count
     deq = dequantize(stored, scale, kv_name)
     nonzero = finite & (xf != 0)
     underflow = float(((deq == 0) & nonzero).sum()) / max(1, int(nonzero.sum()))
@@ -715,3 +801,116 @@ def _stats(
             f"round-trip error {err:.3g} exceeds {ERROR_LIMIT[fmt.name]:g} for {fmt.name}"
         )
     return KindStats(host, absmax, saturated, underflow, err, mismatched, data, tuple(failures))
+
+
+# --- verify --model: the model's own K/V, and what the FP8 cache does to its predictions ---------
+
+
+def _kernel_quantize(kernel: Callable[..., None], kv_name: str) -> Callable[..., torch.Tensor]:
+    """``evaluate_model``'s quantize step through the cache-write kernel: the tokens in order
+    into a scratch cache (K and V caches both get ``x``), the K cache read back as bits."""
+
+    def quantize(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        tokens, heads, head_size = x.shape
+        blocks = max(1, -(-tokens // BLOCK_SIZE))
+        cache = torch.empty(
+            (blocks, 2, BLOCK_SIZE, heads, head_size), dtype=torch.uint8, device=x.device
+        )
+        slots = torch.arange(tokens, dtype=torch.int64, device=x.device)
+        s = scale.reshape(-1).to(device=x.device, dtype=torch.float32).contiguous()
+        kernel(x.contiguous(), x.contiguous(), cache[:, 0], cache[:, 1], slots, kv_name, s, s)
+        return cache[:, 0].reshape(blocks * BLOCK_SIZE, heads, head_size)[:tokens]
+
+    return quantize
+
+
+def _run_model(
+    path: str | os.PathLike[str],
+    target: Target,
+    options: VerifyOptions,
+    fmt: FP8Format,
+    kv_name: str,
+    kernel: Callable[..., None] | None,
+    activations_file: Path,
+    progress: ProgressCallback | None,
+) -> ModelEval:
+    """Run the model on the data three times (unquantized, FP8 at the target's scales, FP8 at
+    1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
+    import functools
+
+    from kvscale.calibrate.data import load_calibration_data
+    from kvscale.calibrate.evaluate import evaluate_model
+    from kvscale.calibrate.model import load_model
+    from kvscale.kernel.reference import quantize_to_bits
+
+    assert options.model is not None
+    model_options = options.model
+    model_path = model_options.model
+    if model_path is None:
+        if target.kind != "checkpoint" or not Path(path).is_dir():
+            raise UsageError(
+                f"{path} is not a runnable model: pass --model DIR (the model whose K/V to "
+                "capture; the scales stay the target's)"
+            )
+        model_path = Path(path)
+    if target.refused:
+        name, why = target.refused[0]
+        raise RefusedError(
+            f"the engine refuses {len(target.refused)} layer(s) of {target.path} ({name}: {why}); "
+            "the model cannot run with its scales"
+        )
+    loaded = load_model(
+        model_path, dtype=model_options.dtype, device="cuda" if options.gpu else "cpu"
+    )
+    data = load_calibration_data(
+        model_options.data,
+        seq_len=model_options.seq_len,
+        max_samples=model_options.samples,
+        encode=loaded.encode if loaded.has_tokenizer else None,
+        vocab_size=loaded.vocab_size,
+    )
+    scales = {
+        layer.name: (
+            layer.k_device if len(layer.k_device) > 1 else layer.k_device[0],
+            layer.v_device if len(layer.v_device) > 1 else layer.v_device[0],
+        )
+        for layer in target.layers
+    }
+    quantize = (
+        _kernel_quantize(kernel, kv_name)
+        if kernel is not None
+        else functools.partial(quantize_to_bits, fmt=fmt)
+    )
+    evaluation = evaluate_model(
+        loaded,
+        data.samples,
+        scales,
+        quantize=quantize,
+        fp8_dtype=getattr(torch, fmt.torch_dtype),
+        activations_out=activations_file,
+        progress=(
+            None
+            if progress is None
+            else lambda done, total, tokens: progress(done, total, f"{tokens} tokens")
+        ),
+    )
+    unq, fp8, unit = (evaluation.variant(name) for name in ("unquantized", "fp8", "unit_scales"))
+    return ModelEval(
+        model=str(model_path),
+        samples=evaluation.samples,
+        tokens=evaluation.tokens,
+        ppl_unquantized=unq.ppl,
+        ppl_fp8=fp8.ppl,
+        ppl_unit_scales=unit.ppl,
+        kl_mean=fp8.kl_mean,
+        kl_max=fp8.kl_max,
+        kl_mean_unit_scales=unit.kl_mean,
+        kl_max_unit_scales=unit.kl_max,
+        dtype=loaded.dtype,
+        device=loaded.device,
+        activations_out=(
+            str(model_options.activations_out) if model_options.activations_out else None
+        ),
+        max_ppl_increase=model_options.max_ppl_increase,
+        max_kl=model_options.max_kl,
+    )

@@ -20,8 +20,10 @@ Keep this file general and small: several test modules share it.
 from __future__ import annotations
 
 import functools
+import ipaddress
+import socket
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from support.checkpoints import (
     write_safetensors_file,
 )
 from support.hostile import HostileRunner
+from support.hub_server import HubServer
 
 # --- fixtures -----------------------------------------------------------------------------------
 
@@ -75,3 +78,107 @@ def ckpt_kit(tmp_path: Path) -> types.SimpleNamespace:
 @pytest.fixture
 def hostile(ckpt_kit: types.SimpleNamespace) -> HostileRunner:
     return HostileRunner(ckpt_kit)
+
+
+# --- remote reads: a loopback Hub (tests/support/hub_server.py) -----------------------------------
+# hub_env: an online, token-free Hub environment with an empty cache of the test's own and a guard
+# that fails any connection or name lookup that is not loopback; hub: a running HubServer with
+# HF_ENDPOINT pointing at it; fast: RemoteOptions whose every failure comes within a second.
+
+_LOOPBACK_NAMES = frozenset(["localhost", "127.0.0.1", "::1"])
+
+
+def _is_loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return False
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def no_outside_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any DNS lookup or connection to a non-loopback address during the test."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host is not None and not _is_loopback(host):
+            raise AssertionError(f"test tried to resolve {host!r}: outside network")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address[0]):
+            raise AssertionError(f"test tried to connect to {address!r}: outside network")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+@pytest.fixture
+def hub_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_outside_network: None
+) -> Iterator[Path]:
+    """An online, token-free Hub environment with an empty cache; yields the cache path."""
+    pytest.importorskip("huggingface_hub")
+    from huggingface_hub import close_session, constants
+
+    cache = tmp_path / "hf-home" / "hub"
+    cache.mkdir(parents=True)
+    for name in (
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HF_OIDC_RESOURCE",
+        "HF_ENDPOINT",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "TRANSFORMERS_OFFLINE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HOME", str(cache.parent))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    # huggingface_hub read these at import; its own tests patch them the same way.
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HOME", str(cache.parent))
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-file"))
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
+    close_session()  # a session made elsewhere may carry another environment's proxies
+    yield cache
+    close_session()
+
+
+@pytest.fixture
+def hub(hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    """A loopback Hub (no repositories yet: ``hub.add_repo``), ``HF_ENDPOINT`` set to it."""
+    server = HubServer()
+    with server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+@pytest.fixture
+def fast() -> Any:
+    """Transport options for hostile servers: every failure within a second or so."""
+    from kvscale.io.remote import RemoteOptions
+
+    return RemoteOptions(
+        connect_timeout=1.0,
+        read_timeout=0.5,
+        request_timeout=2.0,
+        retries=2,
+        backoff=0.01,
+        max_retry_wait=0.5,
+        retry_budget=1.0,
+    )

@@ -2,7 +2,10 @@
 
 The scenarios live in examples/ci/run_local.py (also runnable by hand: examples/ci/run_local.sh);
 this module runs them under pytest on the bundled example checkpoints (a passing one and a
-broken one), and checks the files' structure.
+broken one, served by a loopback Hub as the templates read them, and as files in the
+repository), and checks the files' structure. The slow test runs the templates' install steps
+too, in fresh virtual environments (the light install: no torch). tests/test_precommit.py runs
+the hook with pre-commit itself.
 """
 
 from __future__ import annotations
@@ -47,15 +50,22 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 
 SCENARIOS = [
+    "github-actions hf://kvscale-ci/llm-compressor-fp8",
+    "github-actions hf://kvscale-ci/broken",
     "github-actions examples/llm-compressor-fp8",
     "github-actions examples/broken",
-    "github-actions diff examples/llm-compressor-fp8 examples/llm-compressor-fp8",
-    "github-actions diff examples/llm-compressor-fp8 examples/broken",
-    "gitlab-ci examples/llm-compressor-fp8",
-    "gitlab-ci examples/broken",
+    "github-actions diff hf://kvscale-ci/llm-compressor-fp8 hf://kvscale-ci/llm-compressor-fp8",
+    "github-actions diff hf://kvscale-ci/llm-compressor-fp8 hf://kvscale-ci/broken",
+    "gitlab-ci hf://kvscale-ci/llm-compressor-fp8",
+    "gitlab-ci hf://kvscale-ci/broken",
     "pre-commit examples/llm-compressor-fp8",
     "pre-commit examples/broken",
+    "lfs-pointers models/llm-compressor-fp8",
 ]
+
+
+def test_scenario_list_is_complete(outcomes: dict[str, object]) -> None:
+    assert sorted(outcomes) == sorted(SCENARIOS)
 
 
 @needs_examples
@@ -67,6 +77,35 @@ def test_integration_commands(outcomes: dict[str, object], scenario: str) -> Non
         f"--- stderr\n{outcome.stderr}"  # type: ignore[attr-defined]
     )
     assert outcome.code == outcome.expected  # type: ignore[attr-defined]
+
+
+@needs_examples
+def test_remote_reads_are_small(outcomes: dict[str, object]) -> None:
+    """The Hub served the config, the API answer and one ranged read of the shard: no weights."""
+    for scenario in ("github-actions hf://kvscale-ci/broken", "gitlab-ci hf://kvscale-ci/broken"):
+        outcome = outcomes[scenario]
+        assert "Hub: 3 requests (1 ranged shard reads)" in " ".join(outcome.notes)  # type: ignore[attr-defined]
+        assert re.search(
+            r"(?m)^FAIL: 5 attention layers .*; read [\d.]+ KB of [\d.]+ KB from "
+            r"kvscale-ci/broken@[0-9a-f]{12} in 3 requests$",
+            outcome.stdout,  # type: ignore[attr-defined]
+        ), outcome.stdout  # type: ignore[attr-defined]
+    remote = outcomes["github-actions hf://kvscale-ci/broken"]
+    assert re.search(
+        r"(?m)^::error file=[^,]+,title=kvscale scale-zero::"
+        r"model\.layers\.0\.self_attn: v_scale is 0\.0",
+        remote.stderr,  # type: ignore[attr-defined]
+    )
+
+
+@needs_examples
+def test_lfs_pointer_files_are_refused(outcomes: dict[str, object]) -> None:
+    """Inspecting a checkout made without LFS (the trap the templates avoid) is exit 2."""
+    outcome = outcomes["lfs-pointers models/llm-compressor-fp8"]
+    assert re.search(
+        r"(?m)^kvscale: error: models/llm-compressor-fp8/model\.safetensors: ",
+        outcome.stderr,  # type: ignore[attr-defined]
+    )
 
 
 @needs_examples
@@ -115,7 +154,7 @@ def test_mini_yaml_reader_subset() -> None:
         "c: true\n"
     )
     assert run_local.MiniYaml(text).parse() == {
-        "a": "1",
+        "a": 1,
         "b": [
             "x",
             "quoted # not a comment",
@@ -126,24 +165,70 @@ def test_mini_yaml_reader_subset() -> None:
 
 
 def test_github_workflow_structure() -> None:
-    env, steps = run_local.github_job()
+    env, steps = run_local.github_steps()
     assert env["CHECKPOINT"] == "${{ matrix.checkpoint }}"
-    assert [s.name for s in steps] == [
-        "Inspect KV-cache scales",
-        "Diff against the previous release",
+    assert env["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
+    assert env["KVSCALE_PACKAGE"] == "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.1.0"
+    assert [(s.name, s.installs) for s in steps] == [
+        ("Install kvscale", True),
+        ("Inspect KV-cache scales", False),
+        ("Diff against the previous release", False),
     ]
+    assert steps[0].run == 'python -m pip install "$KVSCALE_PACKAGE"'
     assert 'kvscale inspect "$CHECKPOINT" --strict --junit reports/kvscale-inspect.xml' in (
-        steps[0].run
+        steps[1].run
     )
-    assert steps[1].condition == "env.BASELINE != ''"
-    assert run_local.github_matrix_checkpoints() == ["examples/llm-compressor-fp8"]
+    assert steps[2].condition == "env.BASELINE != ''"
+    assert run_local.github_matrix_checkpoints() == ["hf://ORG/NAME@main"]
+    checkout = run_local.github_checkout()
+    assert checkout["with"] == {"lfs": False}
+    assert checkout["env"] == {"GIT_LFS_SKIP_SMUDGE": "1"}
 
 
 def test_gitlab_job_structure() -> None:
     variables, script, junit = run_local.gitlab_job()
-    assert variables["CHECKPOINT"] == "examples/llm-compressor-fp8"
+    assert variables["CHECKPOINT"] == "hf://ORG/NAME@main"
+    assert variables["GIT_LFS_SKIP_SMUDGE"] == "1"
+    assert variables["KVSCALE_PACKAGE"] == (
+        "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.1.0"
+    )
+    assert run_local.gitlab_document()["image"] == "python:3.11"  # not -slim: pip needs git
+    assert run_local.gitlab_before_script() == ['python -m pip install "$KVSCALE_PACKAGE"']
     assert junit == "reports/kvscale-inspect.xml"
     assert script[1] == 'kvscale inspect "$CHECKPOINT" --strict --junit reports/kvscale-inspect.xml'
+
+
+def test_templates_download_no_weights_and_no_torch() -> None:
+    for path in (CI / "github-actions.yml", CI / "gitlab-ci.yml"):
+        text = path.read_text()
+        commands = "\n".join(
+            line for line in text.splitlines() if not line.lstrip().startswith("#")
+        )
+        for forbidden in ("lfs: true", "git lfs", "torch", "--index-url", "hf_hub_download"):
+            assert forbidden not in commands, (path.name, forbidden)
+
+
+def test_install_source_substitution(tmp_path: Path) -> None:
+    requirement = "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.1.0"
+    assert run_local.requirement_tag(requirement) == "v0.1.0"
+    assert run_local.requirement_tag("kvscale @ git+https://h/o/kvscale@0123abc") == "0123abc"
+    clone = tmp_path / "kvscale"
+    assert run_local.local_install_source(requirement, clone) == (
+        f"kvscale[hub] @ git+file://localhost{clone.as_posix()}@v0.1.0"
+    )
+    with pytest.raises(ValueError, match="OWNER/kvscale@TAG"):
+        run_local.local_install_source("kvscale==0.1.0", clone)
+    with pytest.raises(ValueError, match="pins no revision"):
+        run_local.requirement_tag("kvscale @ git+https://github.com/OWNER/kvscale")
+
+
+def test_expressions() -> None:
+    evaluate = run_local.evaluate
+    assert evaluate("${{ matrix.checkpoint }}", {"checkpoint": "hf://a/b@c"}) == "hf://a/b@c"
+    assert evaluate("${{ secrets.HF_TOKEN }}", {}) == ""
+    assert evaluate("plain", {}) == "plain"
+    with pytest.raises(ValueError, match="unsupported expression"):
+        evaluate("${{ github.ref }}", {})
 
 
 def test_pre_commit_hook_definition() -> None:
@@ -152,6 +237,7 @@ def test_pre_commit_hook_definition() -> None:
     assert hook["language"] == "python"
     assert hook["entry"] == "kvscale inspect --strict --files"
     assert hook["pass_filenames"] is True and hook["require_serial"] is True
+    assert "additional_dependencies" not in hook  # the plain install: no torch
     files = re.compile(hook["files"])
     for selected in (
         "model.safetensors",
@@ -192,5 +278,20 @@ def test_example_policy_file_is_valid() -> None:
 def test_run_local_sh_calls_the_runner() -> None:
     script = (CI / "run_local.sh").read_text()
     assert script.startswith("#!/usr/bin/env bash\n")
-    assert 'run_local.py" "$@"' in script
+    assert 'run_local.py" --install "$@"' in script
     assert (CI / "run_local.sh").stat().st_mode & 0o111
+
+
+@needs_examples
+@pytest.mark.slow
+def test_templates_as_pasted_in_fresh_venvs(tmp_path: Path) -> None:
+    """run_local.sh: the install steps as written (from a snapshot of this tree), each in a
+    fresh venv without torch, then every scenario with that venv's kvscale."""
+    results = run_local.run_all(GOOD, BROKEN, tmp_path, install=True)
+    names = [outcome.scenario for outcome in results]
+    assert sorted(names) == sorted([*SCENARIOS, "github-actions install", "gitlab-ci install"])
+    for outcome in results:
+        assert outcome.problems == [], (
+            f"{outcome.scenario}: {outcome.problems}\n--- stdout\n{outcome.stdout}\n"
+            f"--- stderr\n{outcome.stderr}"
+        )

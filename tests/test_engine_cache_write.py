@@ -398,3 +398,20 @@ def test_vllm_kernel_on_gpu() -> None:
                                     kv, scale.cuda(), scale.cuda())  # fmt: skip
         torch.cuda.synchronize()
         assert torch.equal(dev.cpu(), model), (kv, scale.numel())
+
+
+@pytest.mark.parametrize("fmt", [E4M3FN, E5M2, E4M3FNUZ], ids=lambda f: f.name)
+def test_cast_matches_installed_torch_on_float32(fmt: object) -> None:
+    from kvscale.kernel.reference import make_stress_values
+
+    g = torch.Generator().manual_seed(7)
+    parts = [
+        make_stress_values((64, 4, 64), kind=kind, dtype=torch.float32, scale=torch.tensor([s]),
+                           fmt=fmt, generator=g).reshape(-1)  # type: ignore[arg-type]
+        for kind in ("random", "heavy", "adversarial")
+        for s in (1.0, 0.37)
+    ]  # fmt: skip
+    x = torch.cat(parts)
+    mine = torch_fp8_cast_bits(x, fmt, torch_cast_for(torch.__version__))  # type: ignore[arg-type]
+    theirs = x.to(getattr(torch, fmt.torch_dtype)).view(torch.uint8)  # type: ignore[attr-defined]
+    assert torch.equal(mine, theirs)

@@ -424,7 +424,17 @@ def test_d9_quark_custom_mode_fp8_names_are_attributed_to_quark(tmp_path: Path) 
             "model.layers.0.self_attn.k_scale": tensor(0.02),
             "model.layers.0.self_attn.v_scale": tensor(0.005),
         },
-        llama_config(1, quant=quant_config("quark")),
+        # What Quark 0.13 writes for custom_mode="fp8" (tests/fixtures/producers/
+        # quark-fp8-custom-fp8): quant_method fp8, like AutoFP8, plus Quark's export block.
+        llama_config(
+            1,
+            quant={
+                "quant_method": "fp8",
+                "activation_scheme": "static",
+                "kv_cache_scheme": "static",
+                "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0},
+            },
+        ),
     )
     _, doc = doc_of("inspect", ckpt, "--kv-cache-dtype", "fp8")
     source = doc["layers"][0]["checkpoint"]["k_scale"]

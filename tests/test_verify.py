@@ -50,7 +50,9 @@ def test_reference_only_run_passes_on_the_example() -> None:
     first = doc["layers"][0]
     assert first["name"] == "model.layers.0.self_attn.attn" and first["pass"] is True
     assert first["k"]["scale"] == 0.02099609375 and first["k"]["mismatched_bytes"] is None
-    assert 0 < first["k"]["saturated"] <= SATURATION_LIMIT
+    # The synthetic sample overshoots the scale's range by 2%, inside the 448 -> 464 rounding
+    # margin of e4m3fn: nothing is clipped.
+    assert first["k"]["saturated"] == 0 < SATURATION_LIMIT
     assert 0.01 < first["k"]["rel_rms_error"] < 0.05
     assert any("kernel did not run" in note for note in doc["notes"])
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Run the commands of the GitHub Actions workflow, the GitLab CI job and the pre-commit hook
-# locally, on a passing and a failing example checkpoint (see run_local.py for what it checks).
+# Run the exact commands of the GitHub Actions workflow and the GitLab CI job locally, install step
+# included (from a snapshot of this working tree instead of the git URL), each in a fresh virtual
+# environment, on a passing and a failing example checkpoint served by a loopback Hub; plus the
+# pre-commit hook's entry. See run_local.py for what it checks. Needs git and pip's package index.
 # Usage: examples/ci/run_local.sh [--good DIR] [--broken DIR] [--keep] [-v]
+# Without the install steps (the kvscale on PATH): python3 examples/ci/run_local.py
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-exec "${PYTHON:-python}" "$here/run_local.py" "$@"
+exec "${PYTHON:-python3}" "$here/run_local.py" --install "$@"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import typer
 
 from kvscale import __version__
-from kvscale.cli import codes as _codes  # noqa: F401  (registers the command)
+from kvscale.cli import calibrate as _calibrate  # noqa: F401  (registers the command)
+from kvscale.cli import codes as _codes  # noqa: F401
 from kvscale.cli import diff as _diff  # noqa: F401
 from kvscale.cli import inspect as _inspect  # noqa: F401
 from kvscale.cli import normalize as _normalize  # noqa: F401

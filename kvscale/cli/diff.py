@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -45,14 +44,15 @@ GATE_HELP = (
 )
 
 _SIDE_HELP = (
-    "a checkpoint (as for inspect), a kv_scales.json (kvscale normalize; or its output "
-    "directory), or a saved `kvscale inspect --json` document."
+    "a checkpoint (as for inspect: local, hf://ORG/NAME[@REV] or an https:// URL), a "
+    "kv_scales.json (kvscale normalize; or its output directory), or a saved `kvscale inspect "
+    "--json` document."
 )
 SideAArg = Annotated[
-    Path, typer.Argument(help="Before: " + _SIDE_HELP, metavar="A", show_default=False)
+    str, typer.Argument(help="Before: " + _SIDE_HELP, metavar="A", show_default=False)
 ]
 SideBArg = Annotated[
-    Path, typer.Argument(help="After: " + _SIDE_HELP, metavar="B", show_default=False)
+    str, typer.Argument(help="After: " + _SIDE_HELP, metavar="B", show_default=False)
 ]
 MaxRelChangeOpt = Annotated[
     Optional[float],  # noqa: UP045 - typer needs Optional at runtime on 3.10

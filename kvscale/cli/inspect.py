@@ -14,6 +14,7 @@ import typer
 from kvscale.cli.app import command
 from kvscale.cli.output import Output
 from kvscale.cli.params import (
+    CHECKPOINT_HELP,
     AllowOpt,
     Annotations,
     AnnotationsOpt,
@@ -28,6 +29,7 @@ from kvscale.cli.params import (
     PlatformOpt,
     PolicyOpt,
     QuietOpt,
+    RevisionOpt,
     StrictOpt,
 )
 from kvscale.cli.settings import RunSettings, run_settings
@@ -57,12 +59,8 @@ Examples:
 """
 
 CheckpointsArg = Annotated[
-    list[Path],
-    typer.Argument(
-        help="One or more checkpoints: a .safetensors file, a directory of shards (with or "
-        "without model.safetensors.index.json), or a Hugging Face cache dir (models--ORG--NAME).",
-        show_default=False,
-    ),
+    list[str],
+    typer.Argument(help="One or more checkpoints: " + CHECKPOINT_HELP + ".", show_default=False),
 ]
 FilesOpt = Annotated[
     bool,
@@ -129,6 +127,7 @@ def inspect(
     junit: JunitOpt = None,
     annotations: AnnotationsOpt = Annotations.auto,
     files: FilesOpt = False,
+    revision: RevisionOpt = None,
 ) -> None:
     """Find every KV-scale tensor, resolve it like the engine, and flag problems.
 
@@ -152,14 +151,16 @@ def inspect(
         allow=allow,
     )
     output = Output("json" if json_output else "quiet" if quiet else "human")
-    targets = checkpoints_of_files(checkpoints) if files else list(checkpoints)
+    targets: list[str | Path] = (
+        list(checkpoints_of_files([Path(p) for p in checkpoints])) if files else list(checkpoints)
+    )
     if files and not targets:
         output.warning("none of the given files belongs to a safetensors checkpoint")
     annotate = annotations_enabled(annotations.value)
     # One checkpoint without --files: an unreadable input is the command's error (exit 2, one
     # line). Several: each is reported and the run goes on to the next.
     single = len(targets) == 1 and not files
-    runs = [_run(target, settings) for target in targets]
+    runs = [_run(target, settings, revision) for target in targets]
     _report(runs, settings, output, junit=junit, annotate=annotate, table=not files, single=single)
     if single and runs[0].error is not None:
         raise runs[0].error
@@ -171,7 +172,7 @@ def inspect(
 class _Run:
     def __init__(
         self,
-        target: Path,
+        target: str | Path,
         settings: RunSettings,
         report: ScaleReport | None,
         error: KVScaleError | None,
@@ -190,14 +191,16 @@ class _Run:
         return int(ExitCode.CHECK_FAILED) if self.failing else int(ExitCode.OK)
 
 
-def _run(target: Path, settings: RunSettings) -> _Run:
+def _run(target: str | Path, settings: RunSettings, revision: str | None = None) -> _Run:
     from kvscale.inspect import inspect_checkpoint
 
     start = time.monotonic()
     output = Output()
     try:
         with output.progress("reading shard headers", unit="shards") as bar:
-            report = inspect_checkpoint(target, settings.options, progress=bar.update)
+            report = inspect_checkpoint(
+                target, settings.options, progress=bar.update, revision=revision
+            )
     except KVScaleError as exc:
         return _Run(target, settings, None, exc, time.monotonic() - start)
     return _Run(target, settings, report, None, time.monotonic() - start)

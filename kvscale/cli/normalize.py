@@ -19,6 +19,7 @@ from kvscale.cli.params import (
     PlatformOpt,
     PolicyOpt,
     QuietOpt,
+    RevisionOpt,
 )
 from kvscale.cli.settings import run_settings
 from kvscale.errors import ExitCode, UsageError
@@ -54,6 +55,7 @@ def normalize(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     digests: DigestsOpt = False,
+    revision: RevisionOpt = None,
 ) -> None:
     """Write the scales the engine uses, explicitly: kv_scales.safetensors (device tensors) and
     kv_scales.json (host values, rule, source tensors); with --checkpoint also a normalized copy
@@ -82,6 +84,7 @@ def normalize(
         checkpoint=checkpoint_copy,
         force=force,
         write=WriteOptions(digests=digests),
+        revision=revision,
     )
     output = Output("json" if json_output else "quiet" if quiet else "human")
     result = None

@@ -40,11 +40,22 @@ class Format(str, Enum):
     csv = "csv"
 
 
+CHECKPOINT_HELP = (
+    "a .safetensors file, a directory of shards (with or without model.safetensors.index.json), "
+    "a Hugging Face cache dir (models--ORG--NAME), or a remote checkpoint read with range "
+    "requests: hf://ORG/NAME[@REV], ORG/NAME (when no such local path exists), or an https:// "
+    "URL of a .safetensors file or index"
+)
 CheckpointArg = Annotated[
-    Path,
-    typer.Argument(
-        help="A .safetensors file, a directory of shards (with or without "
-        "model.safetensors.index.json), or a Hugging Face cache dir (models--ORG--NAME).",
+    str,
+    typer.Argument(help=CHECKPOINT_HELP[0].upper() + CHECKPOINT_HELP[1:] + ".", show_default=False),
+]
+RevisionOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+    typer.Option(
+        "--revision",
+        help="Branch, tag or commit of a Hub checkpoint (as hf://ORG/NAME@REV); resolved once "
+        "to a commit sha. Default: main.",
         show_default=False,
     ),
 ]

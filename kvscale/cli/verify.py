@@ -10,6 +10,7 @@ import typer
 from kvscale.cli.app import command
 from kvscale.cli.output import Output
 from kvscale.cli.params import (
+    CHECKPOINT_HELP,
     AttentionBackendOpt,
     EngineOpt,
     JsonOpt,
@@ -19,6 +20,7 @@ from kvscale.cli.params import (
     PlatformOpt,
     PolicyOpt,
     QuietOpt,
+    RevisionOpt,
     StrictOpt,
 )
 from kvscale.cli.settings import run_settings
@@ -48,10 +50,10 @@ for.
 @command(examples=EXAMPLES, extra_help=THRESHOLDS)
 def verify(
     target: Annotated[
-        Path,
+        str,
         typer.Argument(
             help="A scales output directory (kvscale normalize or calibrate: kv_scales.json + "
-            "kv_scales.safetensors) or a checkpoint.",
+            "kv_scales.safetensors) or a checkpoint: " + CHECKPOINT_HELP + ".",
             show_default=False,
         ),
     ],
@@ -83,6 +85,62 @@ def verify(
     attention_backend: AttentionBackendOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
+    revision: RevisionOpt = None,
+    model: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--model",
+            help="With --data: the runnable model (Hugging Face directory) whose K/V are "
+            "captured; default TARGET itself. The scales stay TARGET's.",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--data",
+            help="Run the model on this text (.jsonl or text, as for calibrate) and verify on "
+            "its real K/V, down to perplexity and KL with the cache in FP8.",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
+    samples: Annotated[
+        int, typer.Option("--samples", help="With --data: at most this many samples.", min=1)
+    ] = 32,
+    seq_len: Annotated[
+        int, typer.Option("--seq-len", help="With --data: tokens per sample.", min=2)
+    ] = 1024,
+    max_ppl_increase: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--max-ppl-increase",
+            help="With --data: fail when perplexity with the FP8 cache exceeds the unquantized "
+            "one by more than this fraction (0.01 = 1%).",
+            min=0.0,
+            show_default=False,
+        ),
+    ] = None,
+    max_kl: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--max-kl",
+            help="With --data: fail when the mean KL divergence of the next-token "
+            "distributions (FP8 cache vs unquantized) exceeds this.",
+            min=0.0,
+            show_default=False,
+        ),
+    ] = None,
+    activations_out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--activations-out",
+            help="With --data: also save the captured K/V (the --activations format) to this "
+            "file, so the run can be repeated without the model.",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Write every layer's K/V through the FP8 cache-write kernel and check it bit for bit.
 
@@ -90,12 +148,38 @@ def verify(
     round-trip error and mismatched cache bytes against the CPU reference writer. With --strict
     a run whose kernel did not execute (no --gpu) fails.
     """
-    require("torch", "kvscale verify", "gpu")
+    require("torch", "kvscale verify", "verify")
+    require("safetensors", "kvscale verify", "verify")
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
-    from kvscale.verify import VerifyOptions, verify_target
+    from kvscale.verify import ModelOptions, VerifyOptions, verify_target
 
     if json_output and quiet:
         raise UsageError("--json and --quiet exclude each other")
+    model_options = None
+    if data is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--model", model),
+                ("--max-ppl-increase", max_ppl_increase),
+                ("--max-kl", max_kl),
+                ("--activations-out", activations_out),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(f"{given[0]} needs --data (the text to run the model on)")
+    else:
+        require("transformers", "kvscale verify --data", "calibrate")
+        model_options = ModelOptions(
+            data=data,
+            model=model,
+            samples=samples,
+            seq_len=seq_len,
+            max_ppl_increase=max_ppl_increase,
+            max_kl=max_kl,
+            activations_out=activations_out,
+        )
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -108,7 +192,13 @@ def verify(
     )
     strict = settings.policy.strict
     options = VerifyOptions(
-        gpu=gpu, activations=activations, tokens=tokens, seed=seed, engine=settings.options
+        gpu=gpu,
+        activations=activations,
+        tokens=tokens,
+        seed=seed,
+        engine=settings.options,
+        revision=revision,
+        model=model_options,
     )
     output = Output("json" if json_output else "quiet" if quiet else "human")
     with output.progress("writing layers", unit="layers") as bar:

@@ -204,3 +204,37 @@ def find_quant_config(
     if method is not None and not isinstance(method, str):
         raise ConfigError(where, f"quant_method must be a string, got {show_value(method)}")
     return RawQuantConfig(qc, source, where, key)
+
+
+# --- writing a KV-cache scheme (calibrate --checkpoint) ------------------------------------------
+
+CT_STRATEGY = {"tensor": "tensor", "head": "attn_head"}
+"""calibrate's ``--strategy`` -> compressed-tensors ``kv_cache_scheme.strategy``."""
+
+
+def ct_kv_cache_scheme(strategy: str) -> dict[str, Any]:
+    """A static, symmetric FP8 (e4m3) ``kv_cache_scheme``, per tensor or per KV head, as
+    compressed-tensors' ``QuantizationArgs`` serialises it (the keys engines read)."""
+    return {
+        "num_bits": 8,
+        "type": "float",
+        "strategy": CT_STRATEGY[strategy],
+        "dynamic": False,
+        "symmetric": True,
+    }
+
+
+def kv_only_quantization_config(strategy: str) -> dict[str, Any]:
+    """The quantization_config of a checkpoint whose only quantization is its KV cache: the
+    compressed-tensors form llm-compressor writes for a KV-only recipe (no weight groups).
+
+    ``config_groups`` is present although empty: vLLM 0.33's compressed-tensors loader sizes
+    per-head scales from the model's head counts only when it is there (``kvscale.engine.vllm``)."""
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "dense",
+        "quantization_status": "compressed",
+        "config_groups": {},
+        "ignore": [],
+        "kv_cache_scheme": ct_kv_cache_scheme(strategy),
+    }

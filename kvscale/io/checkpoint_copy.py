@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvscale.engine.base import KINDS, ResolvedLayer, ScaleValue
 from kvscale.errors import InputError
 from kvscale.io.checkpoint import INDEX_NAME, Checkpoint
-from kvscale.io.safetensors_write import NewTensor, plan_layout
+from kvscale.io.safetensors_write import NewTensor, f32_tensor, plan_layout
 from kvscale.io.staging import FileJob
 
 SKIPPED_DIRS = frozenset([".git"])
@@ -231,6 +232,56 @@ def _index_bytes(
     metadata["total_size"] = sum(size for shard, size in shard_sizes.items() if shard in indexed)
     # transformers' save_pretrained format: indent 2, sorted keys, trailing newline.
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def scale_tensor(name: str, kind: str, value: ScaleValue, num_heads: int | None) -> NewTensor:
+    """A checkpoint scale tensor, float32: ``[]`` per tensor, or the compressed-tensors
+    ``attn_head`` layout ``[heads, 1, 1]`` per head."""
+    if isinstance(value, tuple):
+        # compressed-tensors attn_head: k/v [num_kv_heads,1,1]; q [num_heads,1,1] holding each
+        # GQA group's max on every head of the group, so that the loader's
+        # amax(view(-1, num_heads // num_kv_heads)) gives back exactly the device values
+        # (_tp_aware_loader, compressed_tensors.py v0.33.0).
+        if kind == "q_scale":
+            heads = num_heads or len(value)
+            group = max(1, heads // max(1, len(value)))
+            expanded = tuple(v for v in value for _ in range(group))
+            return f32_tensor(name, expanded, (len(expanded), 1, 1))
+        return f32_tensor(name, value, (len(value), 1, 1))
+    return f32_tensor(name, (value,), ())
+
+
+def scale_shards(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> dict[str, str]:
+    """Per layer: the shard that held its scales, else its attention weights, else the first.
+
+    One pass over the tensor names for all layers (not one per layer).
+    """
+    out: dict[str, str] = {}
+    wanted: dict[str, str] = {}
+    for layer in layers:
+        for kind in (*KINDS, "k_zero_point", "v_zero_point", "q_zero_point"):
+            src = layer.sources.get(kind)
+            if src is not None:
+                out[layer.name] = src.file
+                break
+        else:
+            wanted[layer.checkpoint_prefix + "."] = layer.name
+    if wanted:
+        first: dict[str, tuple[int, str]] = {}
+        for ref in ckpt.tensors.values():
+            name = ref.name
+            # The prefix of a weight name, at each '.', is a candidate layer prefix.
+            for cut in range(len(name)):
+                if name[cut] != ".":
+                    continue
+                layer_name = wanted.get(name[: cut + 1])
+                if layer_name is not None:
+                    best = first.get(layer_name)
+                    if best is None or ref.load_order < best[0]:
+                        first[layer_name] = (ref.load_order, ref.file)
+        for layer_name in wanted.values():
+            out[layer_name] = first[layer_name][1] if layer_name in first else ckpt.files[0]
+    return out
 
 
 def input_paths(ckpt: Checkpoint) -> list[Path]:

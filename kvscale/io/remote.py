@@ -35,14 +35,16 @@ for, and no body is ever read past the bytes asked for. Redirects are followed b
 file redirects to); ``Accept-Encoding: identity``; 429 and 5xx are retried with exponential
 backoff honouring ``Retry-After`` (one wait at most ``max_retry_wait``, all waits of a request at
 most ``retry_budget``); connect, read and whole-response timeouts. The first failure stops every
-other request of the run. All failures are ``KVScaleError``s naming the URL (exit 2).
+other request of the run. Failures are one-line ``KVScaleError``s (exit 2) naming the URL, or
+for what a file holds the ``hf://ORG/NAME@SHA/FILE`` it came from; a missing huggingface_hub is
+an ``ExtraMissingError`` (exit 3).
 
 Hub conventions come from huggingface_hub (an optional extra, ``kvscale[hub]``, imported only
-when a remote input is opened): the token (``get_token_to_send``: ``HF_TOKEN``, the token file,
-``HF_HUB_DISABLE_IMPLICIT_TOKEN``), offline mode, the cache, its shared HTTP session (so that a
-``set_client_factory`` proxy or certificate setup applies) and its read timeout
-(``HF_HUB_DOWNLOAD_TIMEOUT``). The endpoint is ``HF_ENDPOINT`` (default the public Hub, as in
-``huggingface_hub/constants.py``), read when the input is opened. The user agent has
+when a remote input is opened): the token it would send implicitly (``HF_TOKEN``, then the token
+file; none under ``HF_HUB_DISABLE_IMPLICIT_TOKEN``), offline mode, the cache, its shared HTTP
+session (so that a ``set_client_factory`` proxy or certificate setup applies) and its read
+timeout (``HF_HUB_DOWNLOAD_TIMEOUT``). The endpoint is ``HF_ENDPOINT`` (default the public Hub,
+as in ``huggingface_hub/constants.py``), read when the input is opened. The user agent has
 huggingface_hub's shape (``kvscale/V; hf_hub/V; python/V``) but is built here: its
 ``build_hf_headers`` detects "agent harnesses" from a registry it downloads from the endpoint
 once a day (``utils/_detect_agent.py::_fetch_registry`` in 2.4.0), an extra request kvscale does
@@ -69,6 +71,7 @@ from kvscale.conventions import looks_like_kv_scale
 from kvscale.errors import (
     CheckpointNotFoundError,
     ConfigError,
+    EnvironmentMissingError,
     InputError,
     KVScaleError,
     LimitExceededError,
@@ -104,7 +107,6 @@ from kvscale.limits import (
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    import httpx2
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 """``huggingface_hub.constants._HF_DEFAULT_ENDPOINT``."""
@@ -371,6 +373,8 @@ class RemoteHTTPError(InputError):
 
     def __init__(self, url: str, message: str, *, status: int = 0, hint: str | None = None):
         super().__init__(url, message, hint=hint)
+        self.url = url
+        self.reason = message
         self.status = status
 
 
@@ -407,15 +411,26 @@ class _Http:
     """GETs through huggingface_hub's shared session, with kvscale's redirects, retries, caps."""
 
     def __init__(self, options: RemoteOptions, *, token: str | None, endpoint: str) -> None:
-        import httpx2
+        import importlib
+
         import huggingface_hub
         from huggingface_hub import constants, get_session
 
         from kvscale import __version__
 
         self.options = options
-        self._httpx = httpx2
         self._session = get_session()
+        # huggingface_hub 2.x hands out an httpx2.Client, 1.x an httpx.Client (same API); 0.x
+        # a requests.Session, which kvscale does not drive.
+        library = type(self._session).__module__.split(".")[0]
+        if library not in ("httpx2", "httpx"):
+            raise EnvironmentMissingError(
+                "reading a checkpoint from the Hub or a URL needs huggingface_hub 1.0 or later "
+                f"(found {huggingface_hub.__version__})",
+                hint="pip install -U 'kvscale[hub]'",
+            )
+        httpx2 = importlib.import_module(library)
+        self._httpx: Any = httpx2
         self._offline_error: type[BaseException] = _offline_exception()
         read = options.read_timeout
         if read is None:
@@ -461,9 +476,18 @@ class _Http:
         hops = attempt = 0
         waited = 0.0
         httpx = self._httpx
+        options = self.options
+        # Every attempt of this GET together: the retry budget plus one slow answer.
+        deadline = time.monotonic() + options.retry_budget + options.request_timeout
         while True:
             if self.stop.is_set():
                 raise _Cancelled()
+            if time.monotonic() > deadline:
+                raise RemoteHTTPError(
+                    _short_url(url),
+                    f"gave up after {options.retry_budget + options.request_timeout:g} s "
+                    f"({attempt} attempts)",
+                )
             wait: float | None = None
             try:
                 with self._session.stream(
@@ -484,7 +508,7 @@ class _Http:
                     else:
                         if status >= 400 and status != 416:
                             raise _status_error(url, status, response.headers)
-                        return self._read(current, response, status, cap)
+                        return self._read(current, response, status, cap, deadline)
             except httpx.TimeoutException:
                 raise RemoteHTTPError(
                     _short_url(url),
@@ -554,7 +578,7 @@ class _Http:
             )
         return min(wait, options.max_retry_wait)
 
-    def _read(self, url: str, response: httpx2.Response, status: int, cap: int) -> _Reply:
+    def _read(self, url: str, response: Any, status: int, cap: int, deadline: float) -> _Reply:
         encoding = response.headers.get("content-encoding")
         if encoding and encoding.strip().lower() != "identity":
             raise RemoteHTTPError(
@@ -573,7 +597,7 @@ class _Http:
             declared = int(length)
             if declared > cap:
                 raise _TooLong(status, declared)
-        started = time.monotonic()
+        finish = min(time.monotonic() + self.options.request_timeout, deadline)
         chunks: list[bytes] = []
         received = 0
         for chunk in response.iter_raw(1 << 16):
@@ -582,7 +606,7 @@ class _Http:
             if received > cap:
                 raise _TooLong(status, declared)
             chunks.append(chunk)
-            if time.monotonic() - started > self.options.request_timeout:
+            if time.monotonic() > finish:
                 raise RemoteHTTPError(
                     _short_url(url),
                     f"the response took longer than {self.options.request_timeout:g} s",
@@ -676,12 +700,12 @@ class _Http:
             )
         return reply.body, total, reply.url
 
-    def fetch_document(self, url: str, cap: int) -> bytes | None:
-        """A whole (small) file, None on 404; ``_TooLong`` past ``cap`` bytes."""
+    def fetch_document(self, url: str, cap: int, *, missing_ok: bool) -> bytes | None:
+        """A whole (small) file (None on 404 when ``missing_ok``); ``_TooLong`` past ``cap``."""
         try:
             reply = self.get(url, byte_range=None, cap=cap)
         except RemoteHTTPError as exc:
-            if exc.status == 404:
+            if exc.status == 404 and missing_ok:
                 return None
             raise
         if reply.status != 200:
@@ -771,7 +795,7 @@ def _is_offline() -> bool:
     # constants reads HF_HUB_OFFLINE once, at import; the environment as it is now counts too,
     # so that offline is never missed (huggingface_hub's session refuses requests on the former).
     env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    return constants.is_offline_mode() or env.strip().upper() in ("1", "ON", "YES", "TRUE")
+    return bool(constants.HF_HUB_OFFLINE) or env.strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -1046,16 +1070,16 @@ class RemoteSource:
         cap = limit.value()
         url = self._url_of(name)
         try:
-            raw = self._http.fetch_document(url, cap)
+            raw = self._http.fetch_document(url, cap, missing_ok=self._listing is None)
         except _TooLong as exc:
             size = f"{exc.declared:,} bytes" if exc.declared is not None else f"over {cap:,} bytes"
             raise LimitExceededError(
                 self.root / name, f"{name} is {size}", hint=limit.describe()
             ) from None
         except RemoteHTTPError as exc:
-            if exc.status == 404 and self._listing is not None:
+            if exc.status == 404:
                 raise CheckpointNotFoundError(
-                    self.root / name, "listed by the repository but not found (HTTP 404)"
+                    exc.url, "listed by the repository but not found (HTTP 404)"
                 ) from None
             raise
         if raw is not None:
@@ -1259,18 +1283,18 @@ def _open_hub(
     http = _Http(options, token=_token(spec.display()), endpoint=endpoint)
     api = f"{endpoint}/api/models/{spec.repo}/revision/{url_quote(revision, safe='')}"
     try:
-        raw = http.fetch_document(api, MAX_INDEX_BYTES.value())
+        raw = http.fetch_document(api, MAX_INDEX_BYTES.value(), missing_ok=False)
     except _TooLong:
         raise LimitExceededError(
             _short_url(api), "the repository listing is too large", hint=MAX_INDEX_BYTES.describe()
         ) from None
-    if raw is None:
-        raise RemoteHTTPError(
-            _short_url(api),
-            f"{spec.display()} not found (HTTP 404)",
-            status=404,
-            hint=_not_found_hint(spec),
-        )
+    except RemoteHTTPError as exc:
+        if spec.given != spec.repo or exc.status not in (401, 404):
+            raise
+        # A bare ORG/NAME that is neither a local path nor a repository: say both.
+        hint = f"no local path {spec.given!r} exists either" + (f"; {exc.hint}" if exc.hint else "")
+        raise RemoteHTTPError(exc.url, exc.reason, status=exc.status, hint=hint) from None
+    assert raw is not None
     sha, siblings = _parse_revision_answer(api, raw, revision)
     folder = spec.folder + "/" if spec.folder else ""
     listing = frozenset(
@@ -1296,12 +1320,6 @@ def _open_hub(
         spec, http=http, root=root, url_of=url_of, listing=listing, sha=sha, wanted=_wanted(options)
     )
     return _open_source(spec, source, progress)
-
-
-def _not_found_hint(spec: RemoteSpec) -> str | None:
-    if spec.given == spec.repo:
-        return f"no local path {spec.given!r} exists either"
-    return None
 
 
 def _wanted(options: RemoteOptions) -> Callable[[TensorInfo], bool] | None:
@@ -1421,14 +1439,15 @@ def _cached_snapshot(
             weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
             if not isinstance(weight_map, dict) or not weight_map:
                 return None
-            shards = set(weight_map.values())
-            if not all(isinstance(s, str) and "/" not in s for s in shards):
+            indexed = set(weight_map.values())
+            if not all(isinstance(s, str) and "/" not in s for s in indexed):
                 return None
-            needed += sorted(shards)
+            needed += sorted(indexed)
         elif listing is not None:
-            if spec.index_name in listing:
-                return None  # the index exists but is not cached
-            needed += sorted(n for n in listing if n.endswith(".safetensors"))
+            listed = sorted(n for n in listing if n.endswith(".safetensors"))
+            if spec.index_name in listing or not listed:
+                return None  # the index exists but is not cached, or there is nothing to read
+            needed += listed
         else:
             needed += ["model.safetensors"]
     if not needed:

@@ -398,10 +398,15 @@ def write_output(
     progress: WriteProgressFn | None = None,
     *,
     source: str = "the input",
+    check: Callable[[Path], None] | None = None,
 ) -> tuple[tuple[WrittenFile, ...], bool]:
     """Write ``jobs`` as the directory ``out``, atomically; returns the files and whether an
     existing directory was replaced. ``OutputError`` (exit 2) when writing fails: the staging
-    directory is removed and ``out`` is as it was."""
+    directory is removed and ``out`` is as it was.
+
+    ``check(staging_dir)`` runs on the complete files before they become ``out``; whatever it
+    raises leaves ``out`` as it was (e.g. calibrate inspects the checkpoint copy it wrote).
+    """
     existing = check_out(out, options.force)
     clean_stale(out)
     parent = out.parent
@@ -420,6 +425,8 @@ def write_output(
     try:
         os.chmod(staging, 0o777 & ~umask)
         results = _write_files(jobs, staging, options, umask, progress)
+        if check is not None:
+            check(staging)
         write_bytes(staging / MANIFEST_NAME, manifest, fsync=options.fsync)
         results[MANIFEST_NAME] = WrittenFile(
             MANIFEST_NAME,

@@ -23,6 +23,7 @@ from kvscale.kernel.formats import (
 )
 from kvscale.kernel.reference import (
     CacheWriteArgumentError,
+    clipped,
     dequantize,
     make_stress_values,
     quantize_to_bits,
@@ -45,6 +46,7 @@ __all__ = [
     "TritonUnavailableError",
     "UnknownKVCacheDtypeError",
     "UnsupportedOnDeviceError",
+    "clipped",
     "dequantize",
     "make_stress_values",
     "quantize_to_bits",

@@ -12,6 +12,7 @@ never read.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kvscale.errors import EnvironmentMissingError, UsageError
@@ -69,6 +70,23 @@ class FP8Format:
     has_negative_zero: bool
     nan_byte: int
     gpu_writable: bool
+
+    @property
+    def clip_bound(self) -> float:
+        """The largest |x / scale| the cache write stores without clipping: ``max_finite``
+        plus half its ulp (e4m3fn 464, e5m2 61440, e4m3fnuz 248). Below it round-to-nearest
+        reaches ``max_finite`` as it would in a wider format; only past it does the saturating
+        store change a value more than rounding does."""
+        exponent = math.floor(math.log2(self.max_finite))
+        return self.max_finite + 2.0 ** (exponent - self.mantissa_bits) / 2
+
+    @property
+    def clips_at_bound(self) -> bool:
+        """Whether ``|x / scale| == clip_bound`` clips: the tie goes to the even neighbour, which
+        lies past ``max_finite`` when its mantissa is odd (e5m2, e4m3fnuz), not for e4m3fn."""
+        exponent = math.floor(math.log2(self.max_finite))
+        mantissa = int((self.max_finite / 2.0**exponent - 1) * 2**self.mantissa_bits)
+        return mantissa % 2 == 1
 
     @property
     def max_byte(self) -> int:

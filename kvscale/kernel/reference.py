@@ -23,6 +23,7 @@ from kvscale.kernel.formats import FP8Format, KVCacheDtype, resolve_kv_cache_dty
 __all__ = [
     "CacheWriteArgumentError",
     "dequantize",
+    "clipped",
     "quantize_to_bits",
     "reference_reshape_and_cache_flash",
 ]
@@ -157,6 +158,14 @@ def validate_cache_write_args(
 def _torch_fp8(fmt: FP8Format) -> torch.dtype:
     dtype: torch.dtype = getattr(torch, fmt.torch_dtype)
     return dtype
+
+
+def clipped(y: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    """Where the saturating store clips ``y = x / scale``: past ``fmt.clip_bound`` (the values
+    that round to the format max anyway, up to half an ulp above it, are not clipped)."""
+    a = y.abs()
+    out = a > fmt.clip_bound
+    return out | (a == fmt.clip_bound) if fmt.clips_at_bound else out
 
 
 def quantize_to_bits(x: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> torch.Tensor:

@@ -186,8 +186,8 @@ _interp_kernel: Any = None
 def _require_triton() -> None:
     if triton is None:
         raise TritonUnavailableError(
-            "the GPU cache-write kernel needs Triton; install it with `pip install triton` "
-            "(or `pip install kvscale[triton]`)"
+            "the GPU cache-write kernel needs Triton; install it with "
+            "`pip install 'kvscale[gpu]'` (or `pip install triton`)"
         )
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kvscale.problems import Problem
+from kvscale.render.escape import sanitize
+
 _INDEXED = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
 
 
@@ -18,3 +21,18 @@ def layer_labels(names: Sequence[str]) -> tuple[str | None, list[str]]:
             head, tail = shapes.pop()
             return f"{head}{{N}}{tail}", [m.group(2) for m in matches if m]
     return None, [name.removesuffix(".attn") for name in names]
+
+
+def human_size(n: int) -> str:
+    """``950 B``, ``9.7 KB``, ``1.2 GB`` (decimal units, as download tools show sizes)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"  # pragma: no cover
+
+
+def problem_lines(items: Sequence[Problem]) -> list[str]:
+    """One sanitized line per problem (``code: layer: message``), for stderr."""
+    return [sanitize(f"{p.code}: {p.layer + ': ' if p.layer else ''}{p.message}") for p in items]

@@ -12,7 +12,7 @@ from kvscale.floats import encode_json_value, format_value
 from kvscale.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import Problem, Severity
-from kvscale.render._common import layer_labels
+from kvscale.render._common import human_size, layer_labels
 from kvscale.render.escape import safe_text, sanitize
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def inspect_json(
             {"tensor": u.tensor, "file": u.file, "engine_name": u.engine_name, "reason": u.reason}
             for u in report.unmapped
         ],
+        **({} if report.remote is None else {"source": report.remote.to_json()}),
         "summary": {
             "layers": len(report.layers),
             "rules": dict(sorted(rules.items())),
@@ -133,13 +134,24 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
         kv += " (auto)"
     verdict = "FAIL" if failing else "OK"
     engine = report.engine
-    return (
+    line = (
         f"{verdict}: {len(report.layers)} attention layers ({rule_text}); "
         f"{len(report.errors)} errors, {len(report.warnings)} warnings; "
         f"{engine['name']} {engine['version']}, "
         f"quant_method {report.quant_method or 'none'}, engine path {report.engine_path.value}, "
         f"kv cache {kv}, model dtype {report.model_dtype}, platform {report.platform}"
     )
+    remote = report.remote
+    if remote is not None:
+        where = f"{remote.repo}@{remote.sha[:12]}" if remote.repo and remote.sha else "the URL"
+        if remote.cache:
+            line += f"; read from the local Hugging Face cache of {where}"
+        else:
+            line += (
+                f"; read {human_size(remote.bytes)} of {human_size(remote.size)} from {where} "
+                f"in {remote.requests} requests"
+            )
+    return line
 
 
 def problem_lines(problems: Sequence[Problem]) -> list[str]:

@@ -174,6 +174,18 @@ CHECKS: tuple[Check, ...] = (
             "file-not-copied",
         ),
     ),
+    # Reported by `kvscale calibrate`.
+    Check(
+        "calibratable",
+        "calibrate",
+        "Can kvscale calibrate compute and write this layer's scales from the model's activations?",
+        (
+            "fewer-tokens-than-asked",
+            "layer-not-calibrated",
+            "nonfinite-activations",
+            "scales-replaced",
+        ),
+    ),
 )
 CHECKS_BY_NAME: Mapping[str, Check] = {c.name: c for c in CHECKS}
 LAYER_CHECKS: tuple[str, ...] = tuple(c.name for c in CHECKS if c.level == "layer")

@@ -11,8 +11,8 @@ from kvscale.engine.base import KINDS
 from kvscale.floats import format_value
 from kvscale.normalize import NormalizePlan, NormalizeResult
 from kvscale.problems import Problem
-from kvscale.render._common import layer_labels
-from kvscale.render.escape import safe_text, sanitize
+from kvscale.render._common import human_size, layer_labels, problem_lines
+from kvscale.render.escape import safe_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -83,15 +83,6 @@ def normalize_json(
     }
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{value:.1f} TB"  # pragma: no cover
-
-
 def normalize_renderables(
     plan: NormalizePlan, result: NormalizeResult | None
 ) -> list[RenderableType]:
@@ -146,7 +137,7 @@ def normalize_renderables(
         total = sum(f.bytes for f in result.files)
         line = Text("wrote ", style="bold green")
         line.append_text(safe_text(str(result.out), "bold"))
-        line.append(f": {_size(total)}; kv_scales.safetensors, kv_scales.json")
+        line.append(f": {human_size(total)}; kv_scales.safetensors, kv_scales.json")
         if plan.options.checkpoint:
             line.append(
                 f", checkpoint/ ({actions.get('rewritten', 0)} shard(s) rewritten, "
@@ -167,10 +158,4 @@ def normalize_renderables(
     return out
 
 
-def problem_lines(items: Sequence[Problem]) -> list[str]:
-    """One sanitized line per problem, for stderr."""
-    lines = []
-    for p in items:
-        where = f"{p.layer}: " if p.layer else ""
-        lines.append(sanitize(f"{p.code}: {where}{p.message}"))
-    return lines
+__all__ = ["normalize_json", "normalize_renderables", "problem_lines"]

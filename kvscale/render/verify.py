@@ -9,7 +9,7 @@ from kvscale import __version__
 from kvscale.floats import encode_json_value
 from kvscale.render._common import layer_labels
 from kvscale.render.escape import safe_text, sanitize
-from kvscale.verify import KindStats, VerifyResult
+from kvscale.verify import KindStats, ModelEval, VerifyResult
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -68,7 +68,45 @@ def verify_json(
         "synthetic_layers": list(result.synthetic_layers),
         "policy_file": (applied or {}).get("policy_file"),
         "options": (applied or {}).get("options", dict(result.options)),
+        "model_eval": _model_eval_json(result.model_eval),
     }
+
+
+def _model_eval_json(model_eval: ModelEval | None) -> dict[str, Any] | None:
+    if model_eval is None:
+        return None
+    return {
+        "model": model_eval.model,
+        "samples": model_eval.samples,
+        "tokens": model_eval.tokens,
+        "ppl_unquantized": encode_json_value(model_eval.ppl_unquantized),
+        "ppl_fp8": encode_json_value(model_eval.ppl_fp8),
+        "ppl_unit_scales": encode_json_value(model_eval.ppl_unit_scales),
+        "ppl_increase": encode_json_value(model_eval.ppl_increase),
+        "kl_mean": encode_json_value(model_eval.kl_mean),
+        "kl_max": encode_json_value(model_eval.kl_max),
+        "kl_mean_unit_scales": encode_json_value(model_eval.kl_mean_unit_scales),
+        "kl_max_unit_scales": encode_json_value(model_eval.kl_max_unit_scales),
+        "dtype": model_eval.dtype,
+        "device": model_eval.device,
+        "activations_out": model_eval.activations_out,
+        "max_ppl_increase": model_eval.max_ppl_increase,
+        "max_kl": model_eval.max_kl,
+        "failures": list(model_eval.failures),
+    }
+
+
+def model_eval_line(model_eval: ModelEval) -> str:
+    """The end-to-end numbers in one line."""
+    return (
+        f"model {model_eval.model} on {model_eval.tokens} tokens ({model_eval.samples} samples, "
+        f"{model_eval.dtype} on {model_eval.device}): perplexity {model_eval.ppl_unquantized:.4f} "
+        f"unquantized, {model_eval.ppl_fp8:.4f} with the FP8 cache "
+        f"({model_eval.ppl_increase:+.2%}), {model_eval.ppl_unit_scales:.4f} with every scale "
+        f"1.0; KL vs unquantized: mean {model_eval.kl_mean:.3g}, max {model_eval.kl_max:.3g} "
+        f"(scales 1.0: mean {model_eval.kl_mean_unit_scales:.3g}, max "
+        f"{model_eval.kl_max_unit_scales:.3g})"
+    )
 
 
 def _pct(value: float) -> str:
@@ -99,6 +137,20 @@ def verdict_line(result: VerifyResult, *, strict: bool = False) -> str:
         f"{_kernel_text(result)}; host/device scales "
         f"{'agree' if result.host_device_agree else 'DISAGREE'}"
     )
+    model_eval = result.model_eval
+    if model_eval is not None:
+        gates = [
+            f"{name} {value:g}"
+            for name, value in (
+                ("--max-ppl-increase", model_eval.max_ppl_increase),
+                ("--max-kl", model_eval.max_kl),
+            )
+            if value is not None
+        ]
+        if gates:
+            line += (
+                f"; model gate ({', '.join(gates)}) {'FAILED' if model_eval.failures else 'passed'}"
+            )
     if unverified:
         line += "; --strict needs the kernel to run: pass --gpu on a CUDA machine"
     return line
@@ -113,6 +165,8 @@ def verify_lines(result: VerifyResult, *, strict: bool = False) -> list[str]:
         for kind, stats in (("k", layer.k), ("v", layer.v)):
             if stats is not None:
                 out.extend(f"{layer.name} {kind}: {reason}" for reason in stats.failures)
+    if result.model_eval is not None:
+        out.extend(f"model: {failure}" for failure in result.model_eval.failures)
     out.append(verdict_line(result, strict=strict))
     return out
 
@@ -203,5 +257,9 @@ def verify_renderables(
     for note in result.notes:
         out.append(safe_text(f"note: {note}", "dim"))
     ok = result.ok and not (strict and result.kernel is None)
+    if result.model_eval is not None:
+        out.append(safe_text(model_eval_line(result.model_eval)))
+        for failure in result.model_eval.failures:
+            out.append(safe_text(f"model: {failure}", "bold red"))
     out.append(Text(verdict_line(result, strict=strict), style="bold green" if ok else "bold red"))
     return out

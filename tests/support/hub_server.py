@@ -1,4 +1,4 @@
-"""A loopback stand-in for the Hugging Face Hub: the two endpoints kvscale reads, with Range support.
+"""A loopback stand-in for the Hugging Face Hub: the endpoints kvscale reads, with Range support.
 
     server = HubServer(rtt=0.02)            # 127.0.0.1, an ephemeral port, a thread per connection
     sha = server.add_repo("org/name", some_directory)
@@ -26,8 +26,8 @@ header``.
 ``rtt``: a simulated round trip, slept before every response; ``window``: when set, the body is
 sent ``window`` bytes per round trip (the bandwidth-delay product of one TCP connection: a
 64 KiB window over 20 ms is 3.2 MB/s), so that large responses cost more round trips, as on a
-real link. ``stats`` counts requests and body bytes (both servers together); ``log`` keeps one
-``Request`` per request.
+real link; ``mbit``: when set, all bodies share one link of that many Mbit/s. ``stats`` counts
+requests and body bytes (both servers together); ``log`` keeps one ``Request`` per request.
 
 ``hostile`` (a ``Hostile``, mutable while the server runs) breaks the answers for files whose
 path ends with ``hostile.match``: 200 instead of 206, short or overlong bodies, a wrong
@@ -43,6 +43,8 @@ import os
 import re
 import socket
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -86,6 +88,8 @@ class Hostile:
     """302 to the same URL, forever."""
     gzip: bool = False
     """``Content-Encoding: gzip`` on a plain body."""
+    no_length: bool = False
+    """No Content-Length: the body ends when the connection closes."""
 
 
 @dataclass
@@ -98,7 +102,7 @@ class Repo:
     granted: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
     method: str
     path: str
@@ -108,7 +112,10 @@ class Request:
     authorization: str | None
     accept_encoding: str | None
     user_agent: str | None
-    status: int
+    status: int = 0
+    sent: int = 0
+    """Body bytes sent. Counters and ``status`` are updated before the bytes go out, so that a
+    client that has its answer never sees them behind."""
 
 
 @dataclass
@@ -124,11 +131,14 @@ class HubServer:
         *,
         rtt: float = 0.0,
         window: int = 0,
+        mbit: float = 0.0,
         cdn: bool = False,
         tokens: frozenset[str] = frozenset(),
     ) -> None:
         self.rtt = rtt
         self.window = window
+        self.rate = mbit * 1e6 / 8
+        self._link_free = 0.0
         self.tokens = tokens
         self.repos: dict[str, Repo] = {}
         self.hostile = Hostile()
@@ -155,7 +165,7 @@ class HubServer:
         """Serve ``directory`` as ``repo_id``; returns its commit sha (made up from the name)."""
         sha = sha or hashlib.sha1(f"{repo_id}\0{directory}".encode()).hexdigest()
         self.repos[repo_id] = Repo(
-            Path(directory), sha, {b: sha for b in branches}, access, frozenset(granted)
+            Path(directory), sha, dict.fromkeys(branches, sha), access, frozenset(granted)
         )
         return sha
 
@@ -224,13 +234,17 @@ class HubServer:
         server.daemon_threads = True
         return server
 
-    def _record(self, request: Request, body_bytes: int) -> None:
+    def _record(self, request: Request) -> None:
         with self._lock:
             self.stats.requests += 1
-            self.stats.bytes += body_bytes
             kind = request.server if request.server == "cdn" else _kind(request.path)
             self.stats.by_kind[kind] = self.stats.by_kind.get(kind, 0) + 1
             self.log.append(request)
+
+    def _count_bytes(self, request: Request, n: int) -> None:
+        with self._lock:
+            request.sent += n
+            self.stats.bytes += n
 
     def _take_hostile(self, path: str) -> Hostile | None:
         with self._lock:
@@ -242,6 +256,14 @@ class HubServer:
                     return None
                 hostile.times -= 1
             return hostile
+
+    def _transmit(self, n: int) -> None:
+        """Wait until the shared link has carried ``n`` more bytes."""
+        with self._lock:
+            now = time.monotonic()
+            self._link_free = max(now, self._link_free) + n / self.rate
+            done = self._link_free
+        self._wait(done - now)
 
     def _wait(self, seconds: float) -> None:
         if seconds > 0:
@@ -259,11 +281,22 @@ def _kind(path: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are two writes; with Nagle on, the second waits for the client's delayed
+    # ACK (40 ms on Linux) and every request would look like a long round trip.
+    disable_nagle_algorithm = True
     hub: HubServer
     server_kind: str
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
+
+    def handle(self) -> None:
+        # A client that gives up (a timeout, a rejected answer) resets its connection: that is
+        # what the hostile tests provoke, not a server error worth a traceback.
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
 
     def do_GET(self) -> None:
         self._serve(head=False)
@@ -275,10 +308,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, *, head: bool) -> None:
         hub = self.hub
-        hub._wait(hub.rtt)
         path = urlsplit(self.path).path
+        if path.startswith("/_hub/"):
+            self._control(path)
+            return
+        hub._wait(hub.rtt)
         self._sent = 0
-        self._status = 0
+        self._entry = Request(
+            self.command,
+            path,
+            self.server_kind,
+            self.headers.get("Range"),
+            self.headers.get("Authorization"),
+            self.headers.get("Accept-Encoding"),
+            self.headers.get("User-Agent"),
+        )
+        hub._record(self._entry)
         try:
             hostile = hub._take_hostile(path)
             if hostile is not None and hostile.slow:
@@ -298,20 +343,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(404, "not found")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
-        finally:
-            hub._record(
-                Request(
-                    self.command,
-                    path,
-                    self.server_kind,
-                    self.headers.get("Range"),
-                    self.headers.get("Authorization"),
-                    self.headers.get("Accept-Encoding"),
-                    self.headers.get("User-Agent"),
-                    self._status,
-                ),
-                self._sent,
-            )
+
+    def _control(self, path: str) -> None:
+        """``/_hub/stats`` (counters as JSON) and ``/_hub/reset``: for a server in another
+        process (the benchmark); neither is counted nor delayed."""
+        hub = self.hub
+        if path == "/_hub/reset":
+            hub.reset()
+        with hub._lock:
+            doc = {"requests": hub.stats.requests, "bytes": hub.stats.bytes}
+            doc["by_kind"] = dict(hub.stats.by_kind)
+        body = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _api(self, path: str, head: bool) -> None:
         match = re.fullmatch(r"/api/models/([^/]+/[^/]+)/revision/(.+)", path)
@@ -393,7 +440,9 @@ class _Handler(BaseHTTPRequestHandler):
         repo = self.hub.repos.get(repo_id)
         if repo is None or (repo.access == "private" and token not in repo.granted):
             self._error(
-                401 if token is None else 404, "repository not found", {"X-Error-Code": "RepoNotFound"}
+                401 if token is None else 404,
+                "repository not found",
+                {"X-Error-Code": "RepoNotFound"},
             )
             return None
         if repo.access == "gated" and token not in repo.granted:
@@ -434,62 +483,77 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             span = (start, end)
         start, end = span if span is not None else (0, size - 1)
-        with open(file, "rb") as f:
-            body = os.pread(f.fileno(), end - start + 1, start) if size else b""
+        length = end - start + 1 if size else 0
         out = dict(headers)
         if h.gzip:
             out["Content-Encoding"] = "gzip"
-        if span is None:
-            self._send(200, out, body, head, stall=h.stall_body)
-            return
-        total = size if h.content_range_total is None else h.content_range_total
-        shift = h.content_range_shift
-        out["Content-Range"] = f"bytes {start + shift}-{end + shift}/{total}"
+        status = 200
+        if span is not None:
+            status = 206
+            total = size if h.content_range_total is None else h.content_range_total
+            shift = h.content_range_shift
+            out["Content-Range"] = f"bytes {start + shift}-{end + shift}/{total}"
+        declared = length
+        sent = length
+        extra = 0
         if h.long_body:
-            body += b"\0" * 4096
+            extra = 4096
+            declared += extra
         if h.short_consistent:
-            body = body[: len(body) // 2]
+            declared = sent = length // 2
+        truncate = None
         if h.short_body:
-            self._send(206, out, body, head, truncate=max(0, len(body) // 2), stall=h.stall_body)
-            return
-        self._send(206, out, body, head, stall=h.stall_body)
+            sent = length // 2
+            truncate = sent
+        chunks = _file_chunks(file, start, sent, extra)
+        length_header: int | None = declared
+        if h.no_length:
+            length_header, truncate = None, sent
+        self._send(
+            status, out, chunks, head, length=length_header, truncate=truncate, stall=h.stall_body
+        )
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         body = json.dumps({"error": message}).encode()
-        self._send(status, {"Content-Type": "application/json", **(headers or {})}, body, False)
+        head = self.command == "HEAD"
+        self._send(status, {"Content-Type": "application/json", **(headers or {})}, body, head)
 
     def _send(
         self,
         status: int,
         headers: dict[str, str],
-        body: bytes,
+        body: bytes | Iterator[bytes],
         head: bool,
         *,
+        length: int | None = -1,
         truncate: int | None = None,
         stall: float = 0.0,
     ) -> None:
-        self._status = status
+        """Headers, then the body (bytes or chunks; ``length``: the Content-Length to claim,
+        -1 for the length of a bytes body, None for none); ``truncate``: close the connection
+        after this many body bytes, whatever was claimed."""
+        if isinstance(body, bytes):
+            length = len(body) if length == -1 else length
+            body = iter([body])
+        self._entry.status = status
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
+        if length is not None:
+            self.send_header("Content-Length", str(max(length, 0)))
+        else:
+            self.send_header("Connection", "close")
         self.end_headers()
         if head:
             return
         if stall:
             self.wfile.flush()
             self.hub._wait(stall)
-        payload = body if truncate is None else body[:truncate]
-        window = self.hub.window
-        if window and len(payload) > window:
-            for offset in range(0, len(payload), window):
-                if offset:
-                    self.wfile.flush()
-                    self.hub._wait(self.hub.rtt)
-                self.wfile.write(payload[offset : offset + window])
-        else:
-            self.wfile.write(payload)
-        self._sent += len(payload)
+        hub = self.hub
+        for chunk in body:
+            self._write_paced(chunk)
+            if hub._stop.is_set():
+                break
         if truncate is not None:
             self.wfile.flush()
             self.close_connection = True
@@ -497,3 +561,71 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _write_paced(self, chunk: bytes) -> None:
+        """Write one chunk; with a window, one window per round trip (the first one free, as
+        it travels with the headers); with a link rate, no faster than the shared link."""
+        hub = self.hub
+        window = hub.window
+        if not window and not hub.rate:
+            hub._count_bytes(self._entry, len(chunk))
+            self._sent += len(chunk)
+            self.wfile.write(chunk)
+            return
+        step = window or 1 << 16
+        offset = 0
+        while offset < len(chunk):
+            if window and self._sent and self._sent % window == 0:
+                self.wfile.flush()
+                hub._wait(hub.rtt)
+            room = step - self._sent % step if window else step
+            piece = chunk[offset : offset + room]
+            if hub.rate:
+                hub._transmit(len(piece))
+            hub._count_bytes(self._entry, len(piece))
+            self._sent += len(piece)
+            self.wfile.write(piece)
+            offset += len(piece)
+
+
+def _file_chunks(file: Path, start: int, length: int, extra: int) -> Iterator[bytes]:
+    """``length`` bytes of ``file`` from ``start``, 1 MiB at a time, then ``extra`` zero bytes."""
+    with open(file, "rb") as f:
+        position, left = start, length
+        while left > 0:
+            data = os.pread(f.fileno(), min(left, 1 << 20), position)
+            if not data:
+                break
+            yield data
+            position += len(data)
+            left -= len(data)
+    if extra:
+        yield b"\0" * extra
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve repositories from another process: ``python hub_server.py --rtt 0.02 ORG/NAME=DIR``.
+
+    Prints the URL on one line, then serves until stdin closes.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("repos", nargs="+", metavar="ORG/NAME=DIR")
+    parser.add_argument("--rtt", type=float, default=0.0, help="simulated round trip, seconds")
+    parser.add_argument("--window", type=int, default=0, help="body bytes per round trip")
+    parser.add_argument("--mbit", type=float, default=0.0, help="shared link rate, Mbit/s")
+    parser.add_argument("--cdn", action="store_true", help="redirect shards to a second port")
+    args = parser.parse_args(argv)
+    server = HubServer(rtt=args.rtt, window=args.window, mbit=args.mbit, cdn=args.cdn)
+    for item in args.repos:
+        repo, _, directory = item.partition("=")
+        server.add_repo(repo, Path(directory))
+    with server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

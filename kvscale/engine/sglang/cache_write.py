@@ -81,7 +81,7 @@ class TorchFP8Cast:
       +-inf into NaN (0x7F, sign bit kept). True from torch 2.12 on (PyTorch PR #178817, commit
       9deaf8dfd758408f41c815825beb14de394a20b4, merged 2026-04-17): finite overflow and +-inf
       saturate to +-448 (0x7E/0xFE). Checked in torch 2.13.0's
-      ``torch/headeronly/util/Float8_e4m3fn.h:206-212, 234-237``.
+      ``torch/headeronly/util/Float8_e4m3fn.h:206-214, 234-237``.
     * ``nan_sign_kept``: c10's software conversion keeps a NaN's sign bit (-NaN -> 0xFF); a build
       that uses NVIDIA's hardware conversion writes 0x7F whatever the sign. Only reachable when no
       scale divides first (a division already yields the positive canonical NaN).
@@ -89,7 +89,7 @@ class TorchFP8Cast:
     Unchanged in every version: ``float8_e5m2`` rounds to inf from 61440 up (``|x| >= 61440``,
     ``Float8_e5m2.h:90, 117-119``), NaN -> 0x7F; ``float8_e4m3fnuz`` turns everything that rounds
     past 240 (``|x| >= 248``), +-inf and NaN into its single NaN 0x80 and has no negative zero
-    (``Float8_e4m3fnuz.h:79, 107-109, 116-120``).
+    (``Float8_e4m3fnuz.h:79, 107-110, 117-120``).
     """
 
     torch_version: str
@@ -141,7 +141,9 @@ def _format(pool: FP8Format | str) -> FP8Format:
 def _check_input(x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor) or x.dtype not in _MODEL_DTYPES:
         got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise CacheWriteArgumentError(f"K/V must be a bfloat16, float16 or float32 tensor, got {got}")
+        raise CacheWriteArgumentError(
+            f"K/V must be a bfloat16, float16 or float32 tensor, got {got}"
+        )
 
 
 def _check_scale(scale: torch.Tensor) -> torch.Tensor:

