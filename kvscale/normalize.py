@@ -364,18 +364,24 @@ def plan_normalize(
     blocking: list[Problem] = []
     kv_dtype = report.kv_cache_dtype
     values_report = report
-    dropped = [u for u in report.unmapped if u.code == "dropped-by-architecture"]
-    if dropped and options.checkpoint:
-        # The copy can hold these scales under names the architecture's rename keeps: resolve
-        # what the producer meant, and write that (the copy is checked below like any other).
-        values_report = resolve_checkpoint(ckpt, options.engine, as_intended=True)
-        warnings.append(
-            _warning(
-                "renamed-past-architecture",
-                f"{len(dropped)} scale tensor(s) that this architecture's q/k/v_proj -> qkv_proj "
-                f"rename drops ({dropped[0].tensor}, ...) are written under names it keeps",
+    dropped: list[str] = []
+    if report.unmapped:
+        # Scales the engine cannot place under their names (the architecture's rename drops
+        # them, or the quant method does not map that convention) but whose producer's meaning
+        # is clear: the copy can hold them under names the engine loads.
+        intended = resolve_checkpoint(ckpt, options.engine, as_intended=True)
+        still = {u.tensor for u in intended.unmapped}
+        dropped = [u.tensor for u in report.unmapped if u.tensor not in still]
+        if dropped and options.checkpoint:
+            values_report = intended
+            warnings.append(
+                _warning(
+                    "name-repaired",
+                    f"{len(dropped)} scale tensor(s) the engine cannot load under their names "
+                    f"({dropped[0]}, ...) are written under names it loads, with the values "
+                    "their producer meant",
+                )
             )
-        )
     if report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales:
         kv_dtype = "fp8"
         values_report = resolve_again(values_report, replace(report.options, kv_cache_dtype="fp8"))
@@ -427,7 +433,7 @@ def plan_normalize(
             why = layer.error or "the engine refuses this layer"
             if dropped and not options.checkpoint:
                 why += (
-                    " (normalize --checkpoint rewrites these names so that the engine keeps them)"
+                    " (normalize --checkpoint rewrites these names so that the engine loads them)"
                 )
             reasons.append(("layer-refused", why))
         else:

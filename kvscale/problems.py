@@ -167,7 +167,7 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         W,
         "A tensor named like a KV scale is not mapped to any attention layer by this quant "
         "method's name conventions: the engine does not use it (some loaders reject it).",
-        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize does this).",
+        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize --checkpoint does this).",
     ),
     ProblemCode(
         "unloadable-kv-tensor",
@@ -413,10 +413,11 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Compare both with kvscale diff TARGET DIR/checkpoint.",
     ),
     ProblemCode(
-        "renamed-past-architecture",
+        "name-repaired",
         W,
-        "normalize --checkpoint: scale tensors the architecture's own rename drops (e.g. Quark "
-        "k_proj.output_scale on Gemma2) are written under names the engine keeps, with the "
+        "normalize --checkpoint: scale tensors the engine cannot load under their names (the "
+        "architecture's own rename drops them, e.g. Quark k_proj.output_scale on Gemma2, or the "
+        "quant method does not map that convention) are written under names it loads, with the "
         "values their producer meant.",
         "Nothing to do: inspect the copy to see the scales the engine now loads.",
     ),

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -45,6 +45,9 @@ from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.kernel.reference import clipped, dequantize, reference_reshape_and_cache_flash
 from kvscale.limits import MAX_VERIFY_ELEMENTS
 from kvscale.options import EngineOptions
+
+if TYPE_CHECKING:
+    from kvscale.engine.base import CacheWrite
 
 SATURATION_LIMIT = 1e-3
 UNDERFLOW_LIMIT = 1e-2
@@ -133,6 +136,8 @@ class VerifyOptions:
     """Revision of a Hub checkpoint target (``--revision``)."""
     model: ModelOptions | None = None
     """Capture K/V by running a model on real text (``--data``) instead of synthetic data."""
+    engine_kernel: bool = False
+    """Also run the engine's own GPU cache write (vLLM's Triton kernel) and compare its bytes."""
 
 
 @dataclass(frozen=True)
@@ -505,6 +510,29 @@ def verify_target(
         kernel = reshape_and_cache_flash
     else:
         notes.append("the kernel did not run (no --gpu): statistics come from the CPU reference")
+    engine_write = options.engine.rules.cache_write(kv_name, options.engine.attention_backend)
+    if engine_write is not None:
+        notes.append(
+            f"statistics describe the engine's own write: {engine_write.name} ({engine_write.note})"
+        )
+    engine_kernel: Callable[..., None] | None = None
+    if options.engine_kernel:
+        if kernel is None:
+            raise UsageError(
+                "--engine-kernel compares the engine's own GPU cache write with kvscale's "
+                "kernel: it needs --gpu"
+            )
+        from kvscale.engine.vllm.cache_write import load_vllm_kernel, reshape_and_cache_flash
+
+        if options.engine.engine_name != "vllm":
+            raise UsageError("--engine-kernel runs vLLM's own kernel: use it with --engine vllm")
+        loaded = load_vllm_kernel()
+        engine_kernel = reshape_and_cache_flash
+        notes.append(
+            f"engine kernel: vLLM's triton_reshape_and_cache_flash from {loaded.origin} "
+            f"{loaded.path} (version {loaded.version}, "
+            f"{'the 0.33.0 file' if loaded.is_pinned else 'not the 0.33.0 file'})"
+        )
     activations: dict[str, Any] = {}
     data_label = "activations"
     activations_path = options.activations
@@ -517,7 +545,9 @@ def verify_target(
             )
         with tempfile.TemporaryDirectory(prefix="kvscale-verify-") as scratch:
             saved = options.model.activations_out or Path(scratch) / "activations.safetensors"
-            model_eval = _run_model(path, target, options, fmt, kv_name, kernel, saved, progress)
+            model_eval = _run_model(
+                path, target, options, fmt, kv_name, kernel, saved, progress, engine_write
+            )
             activations = _load_activations(saved, target)
         data_label = "model"
         activations_path = saved
@@ -550,7 +580,9 @@ def verify_target(
         if activations and any(src == "synthetic" for _, src in kv_data.values()):
             synthetic.append(layer.name)
         _check_pair(kv_data, activations_path, layer.name)
-        k_stats, v_stats = _run_layer(layer, kv_data, kv_name, fmt, device, kernel, generator)
+        k_stats, v_stats = _run_layer(
+            layer, kv_data, kv_name, fmt, device, kernel, generator, engine_write, engine_kernel
+        )
         if agree:
             k_stats = _with_failure(k_stats, "; ".join(agree))
         results.append(LayerResult(layer.name, k_stats, v_stats, not agree))
@@ -672,7 +704,16 @@ def _run_layer(
     device: torch.device,
     kernel: Callable[..., None] | None,
     generator: torch.Generator,
+    engine_write: CacheWrite | None = None,
+    engine_kernel: Callable[..., None] | None = None,
 ) -> tuple[KindStats, KindStats]:
+    """Write one layer's K/V through the cache write and measure it.
+
+    ``kernel`` (kvscale's, on the GPU) is compared byte for byte with the reference writer.
+    ``engine_write`` (the serving engine's own write where it differs from vLLM's CUDA kernel,
+    e.g. SGLang's or vLLM's Triton backend) gives the bytes the statistics describe.
+    ``engine_kernel`` (the engine's own GPU function, ``--engine-kernel``) is compared with
+    kvscale's kernel: each differing byte is reported as an engine problem."""
     key, key_src = kv_data["k"]
     value, value_src = kv_data["v"]
     if key.shape != value.shape:
@@ -711,6 +752,17 @@ def _run_layer(
         got = dev_cache.cpu()
         for i, kind in enumerate(("k", "v")):
             mismatched[kind] = int((got[:, i] != ref_cache[:, i]).sum())
+    engine_differs: dict[str, int] = {"k": 0, "v": 0}
+    if engine_kernel is not None and kernel is not None:
+        engine_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
+        engine_kernel(
+            key.to(device), value.to(device), engine_cache[:, 0], engine_cache[:, 1],
+            slot_mapping.to(device), kv_name, k_scale.to(device), v_scale.to(device),
+        )  # fmt: skip
+        torch.cuda.synchronize(device)
+        theirs, ours = engine_cache.cpu(), dev_cache.cpu()
+        for i, kind in enumerate(("k", "v")):
+            engine_differs[kind] = int((theirs[:, i] != ours[:, i]).sum())
     live = slot_mapping >= 0
     blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
     offsets = slot_mapping[live] - blocks * BLOCK_SIZE
@@ -718,19 +770,23 @@ def _run_layer(
     for i, (kind, x, src, scale, host) in enumerate(
         (("k", key, key_src, k_scale, layer.k_host), ("v", value, value_src, v_scale, layer.v_host))
     ):
+        written = x[: slot_mapping.shape[0]][live]
         stored = ref_cache[:, i][blocks, offsets]
-        out.append(
-            _stats(
-                x[: slot_mapping.shape[0]][live],
-                stored,
-                scale,
-                kv_name,
-                fmt,
-                host,
-                mismatched[kind],
-                src,
+        stored_kv = kv_name
+        if engine_write is not None:
+            stored = engine_write.write(written, scale)
+            stored_kv = engine_write.stored_kv_cache_dtype
+            if engine_write.scale_read is not None:
+                scale = engine_write.scale_read(scale)
+        stats = _stats(written, stored, scale, stored_kv, fmt, host, mismatched[kind], src)
+        if engine_differs[kind]:
+            stats = _with_failure(
+                stats,
+                f"the engine's own cache write differs from kvscale's kernel in "
+                f"{engine_differs[kind]} bytes (engine problem: its cache holds other values "
+                "than the scales say)",
             )
-        )
+        out.append(stats)
     return out[0], out[1]
 
 
@@ -833,6 +889,7 @@ def _run_model(
     kernel: Callable[..., None] | None,
     activations_file: Path,
     progress: ProgressCallback | None,
+    engine_write: CacheWrite | None = None,
 ) -> ModelEval:
     """Run the model on the data three times (unquantized, FP8 at the target's scales, FP8 at
     1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
@@ -876,11 +933,15 @@ def _run_model(
         )
         for layer in target.layers
     }
-    quantize = (
-        _kernel_quantize(kernel, kv_name)
-        if kernel is not None
-        else functools.partial(quantize_to_bits, fmt=fmt)
-    )
+    quantize: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    if engine_write is not None:
+        # The FP8 cache the model reads is the one the serving engine writes.
+        quantize = engine_write.write
+        fmt = resolve_kv_cache_dtype(engine_write.stored_kv_cache_dtype).fp8 or fmt
+    elif kernel is not None:
+        quantize = _kernel_quantize(kernel, kv_name)
+    else:
+        quantize = functools.partial(quantize_to_bits, fmt=fmt)
     evaluation = evaluate_model(
         loaded,
         data.samples,

@@ -22,6 +22,8 @@ transformers = pytest.importorskip("transformers", reason="pip install transform
 torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
+from support.models import random_samples, save_tiny, tiny_config  # noqa: E402
+
 from kvscale.calibrate.capture import (  # noqa: E402
     capture_kv_amax,
     capture_with_cache,
@@ -39,60 +41,6 @@ from kvscale.calibrate.model import (  # noqa: E402
 from kvscale.calibrate.scales import kv_scales  # noqa: E402
 from kvscale.errors import EnvironmentMissingError, InputError, UsageError  # noqa: E402
 
-VOCAB = 256
-
-
-def _config(kind: str) -> Any:
-    common = {
-        "vocab_size": VOCAB,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-    }
-    if kind == "llama":
-        return transformers.LlamaConfig(num_hidden_layers=2, **common)
-    if kind == "qwen2":  # q/k/v biases
-        return transformers.Qwen2Config(num_hidden_layers=2, **common)
-    if kind == "gemma2":  # layers 0 and 2 slide over 4 tokens, layer 1 is full attention
-        return transformers.Gemma2Config(
-            num_hidden_layers=3, head_dim=16, sliding_window=4, **common
-        )
-    if kind == "lfm2":  # hybrid: short convolutions around one attention layer
-        return transformers.Lfm2Config(
-            num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"], **common
-        )
-    if kind == "deepseek_v3":  # MLA
-        return transformers.DeepseekV3Config(
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=128,
-            moe_intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=4,
-            num_key_value_heads=4,
-            kv_lora_rank=16,
-            q_lora_rank=None,
-            qk_rope_head_dim=8,
-            qk_nope_head_dim=8,
-            v_head_dim=16,
-            n_routed_experts=4,
-            num_experts_per_tok=2,
-            first_k_dense_replace=1,
-        )
-    raise ValueError(kind)
-
-
-def save_tiny(kind: str, path: Path, *, dtype: Any = None, seed: int = 0) -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.manual_seed(seed)
-        model = transformers.AutoModelForCausalLM.from_config(_config(kind))
-        if dtype is not None:
-            model = model.to(dtype)
-        model.save_pretrained(str(path))
-    return path
-
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], LoadedModel]:
@@ -109,11 +57,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], LoadedMo
         return cache[kind]
 
     return get
-
-
-def random_samples(lengths: tuple[int, ...], seed: int = 1) -> list[tuple[int, ...]]:
-    g = torch.Generator().manual_seed(seed)
-    return [tuple(torch.randint(0, VOCAB, (n,), generator=g).tolist()) for n in lengths]
 
 
 ARCHS = ["llama", "qwen2", "gemma2", "llama:bfloat16", "lfm2"]
@@ -419,7 +362,7 @@ def test_attention_that_bypasses_the_interface_is_refused(tmp_path: Path) -> Non
 def test_checkpoint_prefix_from_the_checkpoint_names(tmp_path: Path) -> None:
     """A checkpoint saved from the base model has no ``model.`` prefix; transformers adds it on
     load, and the scales must go under the checkpoint's own names."""
-    config = _config("llama")
+    config = tiny_config("llama")
     config.tie_word_embeddings = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
 torch = pytest.importorskip("torch")
 
+from support.models import random_samples, save_tiny  # noqa: E402
+
 from kvscale.calibrate.capture import capture_kv_amax, capture_with_cache  # noqa: E402
 from kvscale.calibrate.evaluate import evaluate_model  # noqa: E402
 from kvscale.calibrate.hook import RecordingCache, cache_kwarg_name  # noqa: E402
@@ -25,31 +26,7 @@ from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
 from kvscale.kernel.formats import E4M3FN  # noqa: E402
 from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
 
-VOCAB = 256
 QUANTIZE = functools.partial(quantize_to_bits, fmt=E4M3FN)
-
-
-def save_tiny(kind: str, path: Path, dtype: Any = None) -> Path:
-    common = {
-        "vocab_size": VOCAB,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-    }
-    config = (
-        transformers.LlamaConfig(num_hidden_layers=2, **common)
-        if kind == "llama"
-        else transformers.Gemma2Config(num_hidden_layers=3, head_dim=16, sliding_window=4, **common)
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-        if dtype is not None:
-            model = model.to(dtype)
-        model.save_pretrained(str(path))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +36,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
 
 @pytest.fixture(scope="module")
 def gemma2_bf16(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
-    return load_model(save_tiny("gemma2", tmp_path_factory.mktemp("m") / "g", torch.bfloat16))
+    return load_model(save_tiny("gemma2", tmp_path_factory.mktemp("m") / "g", dtype=torch.bfloat16))
 
 
 def samples(lengths: tuple[int, ...], seed: int = 3) -> list[tuple[int, ...]]:
-    g = torch.Generator().manual_seed(seed)
-    return [tuple(torch.randint(0, VOCAB, (n,), generator=g).tolist()) for n in lengths]
+    return random_samples(lengths, seed)
 
 
 def calibrated(

@@ -20,16 +20,13 @@ for (explicit values are doubled on fnuz, the default is not).
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import os
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support import vllm_oracle
 
 from kvscale.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
 from kvscale.options import EngineOptions
@@ -39,18 +36,7 @@ KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CASES = _load("kvscale_parity_cases", PARITY / "cases.py")
+CASES = vllm_oracle.load_module("kvscale_parity_cases", PARITY / "cases.py")
 NAMES = [c["name"] for c in CASES.CASES]
 
 
@@ -100,7 +86,7 @@ def _compare(
 
 def _repaired(plan: NormalizePlan) -> bool:
     """The copy rewrote names the architecture drops: it loads what the producer meant."""
-    return any(w.code == "renamed-past-architecture" for w in plan.warnings)
+    return any(w.code == "name-repaired" for w in plan.warnings)
 
 
 def _inspect_values(
@@ -149,11 +135,10 @@ def test_copy_matches_source_inspect(name: str, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def oracle() -> Any:
-    src = os.environ.get("KVSCALE_VLLM_SRC")
-    if not src:
+    engine = vllm_oracle.oracle()
+    if engine is None:
         pytest.skip("set KVSCALE_VLLM_SRC to an extracted vLLM 0.33.0 tree to run vLLM's code")
-    module = _load("kvscale_vllm_oracle", PARITY / "vllm_oracle.py")
-    return module.Oracle(src)
+    return engine
 
 
 def _oracle_values(
@@ -161,22 +146,7 @@ def _oracle_values(
 ) -> tuple[list[Any], str | None]:
     variant = copy.deepcopy(case)
     variant["options"] = {**case["options"], "platform": engine, "kv_cache_dtype": kv}
-    cases_mod = oracle.cases_mod
-    original = cases_mod.write_case
-    cases_mod.write_case = lambda _case, _dir: directory  # run on an existing directory
-    try:
-        result = oracle.run_case(variant, work)
-    finally:
-        cases_mod.write_case = original
-    rows = [
-        (
-            layer["name"],
-            json.dumps([layer[k] for k in KINDS]),
-            layer["error"] is not None,
-        )
-        for layer in result["layers"]
-    ]
-    return rows, result["engine_error"]
+    return vllm_oracle.load_layers(oracle, variant, directory, work)
 
 
 @pytest.mark.parametrize("name", NAMES, ids=NAMES)

@@ -214,7 +214,7 @@ def test_d5_inspect_advice_for_a_dropped_name_is_what_normalize_does(tmp_path: P
     out = tmp_path / "fixed"
     result = run("normalize", ckpt, "--out", out, "--checkpoint", "--kv-cache-dtype", "fp8")
     assert result.exit_code == 0, result.stderr
-    assert "renamed-past-architecture" in result.stderr
+    assert "name-repaired" in result.stderr
     code, fixed = doc_of("inspect", out / "checkpoint", "--kv-cache-dtype", "fp8")
     assert code == 0
     assert [(layer["k_scale"], layer["v_scale"]) for layer in fixed["layers"]] == [

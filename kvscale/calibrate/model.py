@@ -241,6 +241,25 @@ def _load_config(path: Path) -> Any:
         raise ModelLoadError(path, f"unreadable config.json ({_short(exc)})") from None
 
 
+def _drop_kv_only_quantization(config: Any) -> None:
+    """A quantization_config that quantizes only the KV cache (compressed-tensors with a
+    ``kv_cache_scheme`` and no weight ``config_groups``, what ``kvscale calibrate --checkpoint``
+    and llm-compressor's KV-only recipes write) changes no weight; transformers would still
+    route loading through the compressed-tensors integration (and require that package).
+    kvscale emulates the cache itself, so the model is loaded as the unquantized model it is."""
+    for cfg in {id(c): c for c in (config, _text_config(config))}.values():
+        qc = getattr(cfg, "quantization_config", None)
+        if not isinstance(qc, Mapping):
+            qc = getattr(qc, "to_dict", lambda: None)()
+        if (
+            isinstance(qc, Mapping)
+            and qc.get("quant_method") == "compressed-tensors"
+            and qc.get("kv_cache_scheme") is not None
+            and not qc.get("config_groups")
+        ):
+            delattr(cfg, "quantization_config")
+
+
 def _text_config(config: Any) -> Any:
     get = getattr(config, "get_text_config", None)
     return get(decoder=True) if callable(get) else config
@@ -276,13 +295,20 @@ def _resolve_dtype(path: Path, config: Any, requested: str) -> str:
 
 
 def _device_map(
-    device: str, max_memory: Mapping[Any, Any] | None
+    device: str, max_memory: Mapping[Any, Any] | None, offload_folder: str | None = None
 ) -> tuple[str, Any, dict[str, Any]]:
     if device not in DEVICES:
         raise UsageError(f"--device {device!r} is not one of {', '.join(DEVICES)}")
     extra: dict[str, Any] = {}
     if max_memory is not None and device != "auto":
         raise UsageError("max_memory only applies to --device auto")
+    if device == "auto" and max_memory is not None and offload_folder is not None:
+        # accelerate places what does not fit max_memory on the next device, then on "disk"
+        # (offloaded to offload_folder, brought in per layer by its hooks): the same split
+        # machinery with or without GPUs.
+        extra["max_memory"] = dict(max_memory)
+        extra["offload_folder"] = offload_folder
+        return "auto", "auto", extra
     if device == "cuda":
         if not torch.cuda.is_available():
             raise EnvironmentMissingError(
@@ -326,13 +352,16 @@ def load_model(
     max_memory: Mapping[Any, Any] | None = None,
     tokenizer: str = "auto",
     attn_implementation: str | None = None,
+    offload_folder: str | None = None,
 ) -> LoadedModel:
     """Load MODEL for calibration and map its KV-cache attention layers (see the module doc).
 
     ``dtype``: ``auto`` (the config's dtype; float32 when it names none) or one of ``DTYPES``.
     ``device``: ``cpu``; ``cuda`` (one GPU, ``cuda:0``); ``auto`` (accelerate's
     ``device_map="auto"`` over the visible GPUs, with ``max_memory`` if given; CPU without
-    CUDA). ``tokenizer``: ``auto`` (load it if the directory has one), ``required``, ``none``.
+    CUDA; with ``max_memory`` and ``offload_folder`` what fits no device is offloaded to that
+    folder, on CPU-only hosts too). ``tokenizer``: ``auto`` (load it if the directory has
+    one), ``required``, ``none``.
     ``attn_implementation``: None (the model's default, what the contract prescribes) or a name
     transformers knows, for parity runs only: llm-compressor 0.14 calibrates under forced eager
     attention (``llmcompressor/utils/helpers.py`` ``calibration_forward_context``), whose bf16
@@ -359,6 +388,7 @@ def load_model(
     names = checkpoint_tensor_names(path)
     config = _load_config(path)
     _refuse_mla(path, config)
+    _drop_kv_only_quantization(config)
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise UnsupportedModelError(
             path,
@@ -366,7 +396,7 @@ def load_model(
             f"{getattr(config, 'model_type', '?')!r}",
         )
     dtype_name = _resolve_dtype(path, config, dtype)
-    device_name, device_map, extra = _device_map(device, max_memory)
+    device_name, device_map, extra = _device_map(device, max_memory, offload_folder)
     try:
         with quiet_transformers():
             model, info = AutoModelForCausalLM.from_pretrained(

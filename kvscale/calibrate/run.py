@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -179,6 +180,8 @@ class LoadedModelSummary:
     transformers_version: str
     skipped: tuple[tuple[str, str], ...]
     """(module or layer, why) of decoder layers with no KV cache of their own."""
+    devices: tuple[str, ...] = ()
+    """Where accelerate put the layers (``device_map="auto"``): ``cuda:0``, ``cuda:1``, ``disk``."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,12 @@ def _summary(loaded: LoadedModel) -> LoadedModelSummary:
         attn_implementation=loaded.attn_implementation,
         transformers_version=loaded.transformers_version,
         skipped=tuple((s.module_path or f"layer {s.layer_idx}", s.reason) for s in loaded.skipped),
+        devices=tuple(
+            dict.fromkeys(
+                f"cuda:{d}" if isinstance(d, int) else str(d)
+                for d in (loaded.device_map or {}).values()
+            )
+        ),
     )
 
 
@@ -289,6 +298,36 @@ def _bad_scale(value: ScaleValue) -> bool:
     return any(not (math.isfinite(v) and v > 0) for v in values)
 
 
+def _capture(
+    loaded: LoadedModel,
+    data: str | os.PathLike[str],
+    options: CalibrateOptions,
+    phase: Callable[..., None],
+) -> tuple[CalibrationData, CaptureResult, LoadedModelSummary]:
+    from kvscale.calibrate.capture import capture_kv_amax
+    from kvscale.calibrate.data import load_calibration_data
+
+    calibration = load_calibration_data(
+        Path(data),
+        seq_len=options.seq_len,
+        max_samples=options.samples,
+        encode=loaded.encode if loaded.has_tokenizer else None,
+        vocab_size=loaded.vocab_size,
+    )
+    phase("data", 1, 1)
+    capture = capture_kv_amax(
+        loaded,
+        calibration.samples,
+        strategy=options.strategy,
+        batch_size=options.batch_size,
+        holdout=options.holdout,
+        headroom=options.headroom,
+        min_scale=options.min_scale,
+        progress=lambda done, total, tokens: phase("calibrate", done, total, tokens),
+    )
+    return calibration, capture, _summary(loaded)
+
+
 def plan_calibration(
     model: str | os.PathLike[str],
     data: str | os.PathLike[str],
@@ -297,8 +336,6 @@ def plan_calibration(
     progress: ProgressFn | None = None,
 ) -> CalibrationPlan:
     """Load, read, capture and decide everything; writes nothing (``write_calibration`` does)."""
-    from kvscale.calibrate.capture import capture_kv_amax
-    from kvscale.calibrate.data import load_calibration_data
     from kvscale.calibrate.model import load_model
     from kvscale.calibrate.scales import check_scale_options
 
@@ -355,29 +392,17 @@ def plan_calibration(
             progress(ProgressUpdate(name, done, total, tokens, label))
 
     phase("model", 0, 1, label=str(model_path))
-    loaded = load_model(model_path, dtype=options.dtype, device=options.device,
-                        max_memory=options.max_memory)  # fmt: skip
-    phase("model", 1, 1)
-    calibration = load_calibration_data(
-        Path(data),
-        seq_len=options.seq_len,
-        max_samples=options.samples,
-        encode=loaded.encode if loaded.has_tokenizer else None,
-        vocab_size=loaded.vocab_size,
-    )
-    phase("data", 1, 1)
-    capture = capture_kv_amax(
-        loaded,
-        calibration.samples,
-        strategy=options.strategy,
-        batch_size=options.batch_size,
-        holdout=options.holdout,
-        headroom=options.headroom,
-        min_scale=options.min_scale,
-        progress=lambda done, total, tokens: phase("calibrate", done, total, tokens),
-    )
-    summary = _summary(loaded)
-    del loaded  # the model is not needed past the capture (its memory can go)
+    with tempfile.TemporaryDirectory(prefix="kvscale-offload-") as offload:
+        loaded = load_model(
+            model_path,
+            dtype=options.dtype,
+            device=options.device,
+            max_memory=options.max_memory,
+            offload_folder=offload if options.max_memory is not None else None,
+        )
+        phase("model", 1, 1)
+        calibration, capture, summary = _capture(loaded, data, options, phase)
+        del loaded  # the model is not needed past the capture (its memory can go)
 
     warnings: list[Problem] = []
     blocking: list[Problem] = []

@@ -10,10 +10,11 @@ from typing import Annotated, Optional
 import typer
 
 from kvscale.cli.app import command
-from kvscale.cli.output import Output
+from kvscale.cli.output import output_for
 from kvscale.cli.params import (
     EngineOpt,
     ForceOpt,
+    FormatOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -64,6 +65,24 @@ class StrategyChoice(str, Enum):
     head = "head"
 
 
+def parse_max_memory(text: str) -> dict[int | str, str]:
+    """``0=70GiB,1=70GiB,cpu=200GiB`` -> accelerate's ``{0: "70GiB", 1: "70GiB", "cpu": ...}``."""
+    out: dict[int | str, str] = {}
+    for part in text.split(","):
+        device, sep, amount = part.strip().partition("=")
+        device, amount = device.strip(), amount.strip()
+        if not sep or not device or not amount:
+            raise UsageError(
+                f"--max-memory {text!r}: expected DEVICE=AMOUNT[,...]",
+                hint="e.g. 0=70GiB,1=70GiB,cpu=200GiB (a GPU index, cpu or disk)",
+            )
+        key: int | str = int(device) if device.isdecimal() else device
+        if isinstance(key, str) and key not in ("cpu", "disk"):
+            raise UsageError(f"--max-memory: unknown device {device!r} (a GPU index, cpu or disk)")
+        out[key] = amount
+    return out
+
+
 @command(examples=EXAMPLES, extra_help=SCALE_HELP)
 def calibrate(
     model: Annotated[
@@ -104,6 +123,16 @@ def calibrate(
             case_sensitive=False,
         ),
     ] = DeviceChoice.auto,
+    max_memory: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--max-memory",
+            help="With --device auto: accelerate's max_memory per device, e.g. "
+            "0=70GiB,1=70GiB,cpu=200GiB; what fits none is offloaded to disk (a temporary "
+            "folder).",
+            show_default=False,
+        ),
+    ] = None,
     dtype: Annotated[
         DtypeChoice,
         typer.Option(
@@ -164,6 +193,7 @@ def calibrate(
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """Compute FP8 KV-cache scales from the model's own activations and write them.
@@ -182,8 +212,6 @@ def calibrate(
     )
     from kvscale.render.calibrate import calibrate_json, calibrate_renderables, problem_lines
 
-    if json_output and quiet:
-        raise UsageError("--json and --quiet exclude each other")
     if target is not None and not checkpoint:
         raise UsageError("--target names where --checkpoint writes; pass --checkpoint too")
     settings = run_settings(
@@ -208,8 +236,9 @@ def calibrate(
         target=target,
         engine=settings.options,
         force=force,
+        max_memory=parse_max_memory(max_memory) if max_memory is not None else None,
     )
-    output = Output("json" if json_output else "quiet" if quiet else "human")
+    output = output_for(json_output, quiet, fmt.value if fmt else None)
     start = time.monotonic()
     with output.progress("calibrating", unit="samples") as bar:
 
@@ -228,7 +257,7 @@ def calibrate(
         output.error(line)
     if result is None:
         output.error(f"nothing written: {len(plan.blocking)} problem(s) stop calibrate")
-    if json_output:
+    if output.mode == "json":
         output.json(calibrate_json(plan, result, settings.applied()))
     else:
         output.render(calibrate_renderables(plan, result))

@@ -7,12 +7,13 @@ from typing import Annotated, Optional
 import typer
 
 from kvscale.cli.app import command
-from kvscale.cli.output import Output
+from kvscale.cli.output import output_for
 from kvscale.cli.params import (
     Annotations,
     AnnotationsOpt,
     AttentionBackendOpt,
     EngineOpt,
+    FormatOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -74,6 +75,7 @@ def diff(
     max_rel_change: MaxRelChangeOpt = None,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
     show_all: AllOpt = False,
     engine: EngineOpt = None,
     kv_cache_dtype: KVCacheDtypeOpt = None,
@@ -97,8 +99,6 @@ def diff(
     from kvscale.render.annotations import annotations_enabled, diff_annotations
     from kvscale.render.diff import diff_json, diff_renderables, failure_lines
 
-    if json_output and quiet:
-        raise UsageError("--json and --quiet exclude each other")
     if max_rel_change is not None and not math.isfinite(max_rel_change):
         raise UsageError("--max-rel-change must be a finite number")
     settings = run_settings(
@@ -113,12 +113,12 @@ def diff(
     threshold = max_rel_change
     if threshold is None and settings.policy_file is not None:
         threshold = settings.policy_file.max_rel_change
-    output = Output("json" if json_output else "quiet" if quiet else "human")
+    output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress("reading shard headers", unit="shards") as bar:
         result = diff_paths(a, b, settings.options, threshold, progress=bar.update)
-    if json_output:
+    if output.mode == "json":
         output.json(diff_json(result, settings.applied()))
-    elif quiet:
+    elif output.mode == "quiet":
         output.lines(failure_lines(result))
     else:
         output.render(diff_renderables(result, show_all=show_all))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kvscale.cli.app import command
-from kvscale.cli.output import Output
+from kvscale.cli.output import Output, output_for
 from kvscale.cli.params import (
     CHECKPOINT_HELP,
     AllowOpt,
@@ -21,6 +21,7 @@ from kvscale.cli.params import (
     AttentionBackendOpt,
     EngineOpt,
     FailOnOpt,
+    FormatOpt,
     JsonOpt,
     JunitOpt,
     KVCacheDtypeOpt,
@@ -33,7 +34,7 @@ from kvscale.cli.params import (
     StrictOpt,
 )
 from kvscale.cli.settings import RunSettings, run_settings
-from kvscale.errors import ExitCode, KVScaleError, UsageError
+from kvscale.errors import ExitCode, KVScaleError
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -114,6 +115,7 @@ def inspect(
     checkpoints: CheckpointsArg,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
     engine: EngineOpt = None,
     kv_cache_dtype: KVCacheDtypeOpt = None,
     platform: PlatformOpt = None,
@@ -136,8 +138,6 @@ def inspect(
     """
     from kvscale.render.annotations import annotations_enabled
 
-    if json_output and quiet:
-        raise UsageError("--json and --quiet exclude each other")
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -150,7 +150,7 @@ def inspect(
         fail_on=fail_on,
         allow=allow,
     )
-    output = Output("json" if json_output else "quiet" if quiet else "human")
+    output = output_for(json_output, quiet, fmt.value if fmt else None)
     targets: list[str | Path] = (
         list(checkpoints_of_files([Path(p) for p in checkpoints])) if files else list(checkpoints)
     )

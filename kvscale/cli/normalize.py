@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvscale.cli.app import command
-from kvscale.cli.output import Output
+from kvscale.cli.output import output_for
 from kvscale.cli.params import (
     AttentionBackendOpt,
     CheckpointArg,
@@ -11,6 +11,7 @@ from kvscale.cli.params import (
     DigestsOpt,
     EngineOpt,
     ForceOpt,
+    FormatOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -22,7 +23,7 @@ from kvscale.cli.params import (
     RevisionOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode, UsageError
+from kvscale.errors import ExitCode
 
 EXAMPLES = """
 Examples:
@@ -53,6 +54,7 @@ def normalize(
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
     force: ForceOpt = False,
     digests: DigestsOpt = False,
     revision: RevisionOpt = None,
@@ -68,8 +70,6 @@ def normalize(
     from kvscale.normalize import NormalizeOptions, plan_normalize, write_plan
     from kvscale.render.normalize import normalize_json, normalize_renderables, problem_lines
 
-    if json_output and quiet:
-        raise UsageError("--json and --quiet exclude each other")
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -86,7 +86,7 @@ def normalize(
         write=WriteOptions(digests=digests),
         revision=revision,
     )
-    output = Output("json" if json_output else "quiet" if quiet else "human")
+    output = output_for(json_output, quiet, fmt.value if fmt else None)
     result = None
     with output.progress("writing", bytes_=True) as bar:
 
@@ -111,7 +111,7 @@ def normalize(
             f"nothing written: {len(plan.blocking)} problem(s) normalization cannot fix "
             "(pass --force to leave those layers as they are)"
         )
-    if json_output:
+    if output.mode == "json":
         output.json(normalize_json(plan, result, settings.applied()))
     else:
         output.render(normalize_renderables(plan, result))

@@ -65,6 +65,28 @@ def _colour(stream: TextIO) -> bool:
     return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
+MODES = ("human", "json", "quiet", "markdown", "csv")
+
+
+def output_for(json_output: bool, quiet: bool, fmt: str | None) -> Output:
+    """The Output of a command from ``--json``, ``--quiet`` and ``--format`` (table, json,
+    markdown, csv), which exclude each other (``--json`` is ``--format json``)."""
+    from kvscale.errors import UsageError
+
+    chosen = [
+        name
+        for name, on in (("--json", json_output), ("--quiet", quiet), ("--format", fmt is not None))
+        if on
+    ]
+    if len(chosen) > 1 and not (chosen == ["--json", "--format"] and fmt == "json"):
+        raise UsageError(f"{chosen[0]} and {chosen[1]} exclude each other")
+    if json_output or fmt == "json":
+        return Output("json")
+    if quiet:
+        return Output("quiet")
+    return Output({"table": "human", None: "human"}.get(fmt, fmt or "human"))
+
+
 class Output:
     """Where a command's results and messages go (see the module doc).
 
@@ -100,10 +122,27 @@ class Output:
         self._write(self.stdout, text.replace("##[", "#\\u0023[") + "\n")
 
     def render(self, renderables: Sequence[RenderableType]) -> None:
-        """People's output on stdout (nothing in quiet or json mode)."""
-        if self.mode != "human":
+        """People's output on stdout: a table (``human``), Markdown or CSV; nothing in quiet or
+        json mode. Under GitHub Actions the Markdown form also goes to the job summary."""
+        if self.mode not in ("human", "markdown", "csv"):
             return
-        self._write(self.stdout, self.to_text(renderables, colour=_colour(self.stdout)))
+        from kvscale.render import formats
+
+        if self.mode == "markdown":
+            text = finish_lines(formats.to_markdown(renderables))
+        elif self.mode == "csv":
+            text = finish_lines(formats.to_csv(renderables))
+        else:
+            text = self.to_text(renderables, colour=_colour(self.stdout))
+        self._write(self.stdout, text)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary and os.environ.get("GITHUB_ACTIONS") == "true":
+            markdown = text if self.mode == "markdown" else formats.to_markdown(renderables)
+            try:
+                with open(summary, "a", encoding="utf-8") as stream:
+                    stream.write(finish_lines(markdown) + "\n")
+            except OSError as exc:
+                self.warning(f"cannot append to the job summary {summary}: {exc.strerror}")
 
     def to_text(self, renderables: Sequence[RenderableType], *, colour: bool = False) -> str:
         """Renderables as the final lines (laid out, trimmed, neutralized)."""

@@ -107,6 +107,26 @@ ModelDtypeOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+class FormatChoice(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+FormatOpt = Annotated[
+    Optional[FormatChoice],  # noqa: UP045
+    typer.Option(
+        "--format",
+        help="table (default: for people), json (as --json), markdown (GitHub job summaries and "
+        "comments), csv (the table's rows). Under GitHub Actions the Markdown form is also "
+        "appended to $GITHUB_STEP_SUMMARY.",
+        case_sensitive=False,
+        show_default=False,
+    ),
+]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (the stable contract).")
 ]

@@ -8,11 +8,12 @@ from typing import Annotated, Optional
 import typer
 
 from kvscale.cli.app import command
-from kvscale.cli.output import Output
+from kvscale.cli.output import output_for
 from kvscale.cli.params import (
     CHECKPOINT_HELP,
     AttentionBackendOpt,
     EngineOpt,
+    FormatOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -76,6 +77,7 @@ def verify(
     ] = 4096,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
     strict: StrictOpt = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic sample.")] = 0,
     engine: EngineOpt = None,
@@ -86,6 +88,15 @@ def verify(
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     revision: RevisionOpt = None,
+    engine_kernel: Annotated[
+        bool,
+        typer.Option(
+            "--engine-kernel",
+            help="With --gpu: also run the engine's own cache-write kernel (vLLM's Triton "
+            "triton_reshape_and_cache_flash, from an installed vllm or $KVSCALE_VLLM_SRC) on the "
+            "same K/V and report every byte it writes differently from kvscale's kernel.",
+        ),
+    ] = False,
     model: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -153,8 +164,6 @@ def verify(
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
     from kvscale.verify import ModelOptions, VerifyOptions, verify_target
 
-    if json_output and quiet:
-        raise UsageError("--json and --quiet exclude each other")
     model_options = None
     if data is None:
         given = [
@@ -199,15 +208,16 @@ def verify(
         engine=settings.options,
         revision=revision,
         model=model_options,
+        engine_kernel=engine_kernel,
     )
-    output = Output("json" if json_output else "quiet" if quiet else "human")
+    output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress("writing layers", unit="layers") as bar:
         result = verify_target(target, options, progress=bar.update)
     # --strict: a run whose kernel did not execute does not count as verified.
     ok = result.ok and not (strict and result.kernel is None)
-    if json_output:
+    if output.mode == "json":
         output.json(verify_json(result, ok=ok, applied=settings.applied()))
-    elif quiet:
+    elif output.mode == "quiet":
         output.lines(verify_lines(result, strict=strict))
     else:
         output.render(verify_renderables(result, strict=strict, applied=settings.applied()))

@@ -247,9 +247,27 @@ class NameContext:
     attention_prefixes: frozenset[str]
     """Attention module prefixes evidenced by the projection weights (may be empty)."""
     as_intended: bool = False
-    """Route names as their producer meant them, without the architecture's own renames that run
-    first (vLLM: the stacked q/k/v_proj -> qkv_proj mapper). ``kvscale normalize`` resolves
-    with it to rewrite, under names the engine keeps, scales the architecture drops."""
+    """Route names as their producer meant them: without the architecture's own renames that run
+    first (vLLM: the stacked q/k/v_proj -> qkv_proj mapper), and with every producer's
+    convention whatever the quant method maps (Quark's ``k_proj.output_scale`` under
+    compressed-tensors). ``kvscale normalize --checkpoint`` resolves with it to write such
+    scales under names the engine loads."""
+
+
+@dataclass(frozen=True)
+class CacheWrite:
+    """An engine's own FP8 cache write, for ``verify`` (imports torch only when called)."""
+
+    name: str
+    """What it reproduces, for the output (e.g. ``SGLang 0.5.23 set_kv_buffer``)."""
+    stored_kv_cache_dtype: str
+    """The KV-cache dtype whose format the bytes are in (to dequantize them)."""
+    write: Any
+    """``write(x [tokens, heads, head_size], scale float32 [1] | [heads]) -> uint8 bits``."""
+    note: str = ""
+    """What differs from kvscale's kernel, and why (cited from the engine's code)."""
+    scale_read: Any = None
+    """``scale_read(scale) -> scale`` the engine divides and multiplies by (None: as given)."""
 
 
 class Engine(ABC):
@@ -285,6 +303,11 @@ class Engine(ABC):
     def describe(self) -> dict[str, str]:
         """``{"name", "version"}``: the ``engine`` object of every JSON document."""
         return {"name": self.name, "version": self.version}
+
+    def cache_write(self, kv_cache_dtype: str, attention_backend: str | None) -> CacheWrite | None:
+        """How this engine writes K/V into an FP8 cache where it differs from vLLM's CUDA
+        ``reshape_and_cache_flash`` (kvscale's kernel and reference); None: it does not."""
+        return None
 
     @abstractmethod
     def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:

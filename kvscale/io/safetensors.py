@@ -498,6 +498,11 @@ def read_small_file(path: Path, limit: Limit | int, what: str) -> bytes:
     return b"".join(chunks)
 
 
+LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/"
+"""How a Git LFS pointer file starts (git-lfs docs/spec.md): what a checkout without LFS holds
+in place of each weight file."""
+
+
 def read_header(path: Path) -> SafetensorsHeader:
     """Read and validate the header of one safetensors file (reads only the header bytes)."""
     fd, st = open_regular(path)
@@ -513,6 +518,15 @@ def read_header(path: Path) -> SafetensorsHeader:
         n = int.from_bytes(prefix, "little")
         limit = MAX_HEADER_BYTES.value()
         if _HEADER_PREFIX + n > file_size:
+            if prefix == LFS_POINTER_PREFIX[:_HEADER_PREFIX] and file_size < 1024:
+                head = os.pread(fd, len(LFS_POINTER_PREFIX), 0)
+                if head == LFS_POINTER_PREFIX:
+                    raise SafetensorsFormatError(
+                        path,
+                        "a Git LFS pointer file, not a safetensors file (the checkout skipped LFS)",
+                        hint="run git lfs pull, or inspect the checkpoint where it is "
+                        "published: kvscale inspect hf://ORG/NAME@REV (range reads, no weights)",
+                    )
             raise _fail(
                 path,
                 f"header length {n:,} runs past the end of the file ({file_size:,} bytes)",

@@ -82,9 +82,12 @@ def workspace_relative(path: str, environ: Mapping[str, str] | None = None) -> s
     return text[2:] if text.startswith("./") else text
 
 
-def annotation_file(report: ScaleReport, layer: str | None) -> str:
+def annotation_file(report: ScaleReport, layer: str | None) -> str | None:
     """The file an inspect problem points at: the shard holding the layer's first scale tensor,
-    else config.json (model-level problems, layers without any tensor), else the checkpoint."""
+    else config.json (model-level problems, layers without any tensor), else the checkpoint;
+    None for a remote checkpoint (no file of the workspace: the annotation names none)."""
+    if report.remote is not None:
+        return None
     given = report.checkpoint
     if report.layout == "file":
         return workspace_relative(given)

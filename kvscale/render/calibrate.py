@@ -59,6 +59,7 @@ def calibrate_json(
             "architecture": plan.loaded.architecture,
             "dtype": plan.loaded.dtype,
             "device": plan.loaded.device,
+            "devices": list(plan.loaded.devices),
             "attn_implementation": plan.loaded.attn_implementation,
             "transformers_version": plan.loaded.transformers_version,
         },
@@ -103,6 +104,14 @@ def calibrate_json(
     }
 
 
+def _where(plan: CalibrationPlan) -> str:
+    """``cpu``, ``cuda:0``, or the devices accelerate spread the model over."""
+    devices = plan.loaded.devices
+    if plan.loaded.device == "auto" and devices:
+        return f"{' + '.join(devices)} (accelerate device_map)"
+    return plan.loaded.device
+
+
 def _pct(value: float | None) -> str:
     if value is None:
         return "-"
@@ -124,7 +133,7 @@ def calibrate_renderables(
     title.append_text(safe_text(plan.model, "bold"))
     title.append(
         f" ({capture.samples} samples, {capture.tokens} tokens; {plan.loaded.dtype} on "
-        f"{plan.loaded.device}; {capture.strategy}" + (", max over heads shown" if per_head else "")
+        f"{_where(plan)}; {capture.strategy}" + (", max over heads shown" if per_head else "")
     )
     if template:
         title.append("; layer N = ")

@@ -167,7 +167,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-skipped",
             "kept-as-is",
             "kv-dtype-promoted",
-            "renamed-past-architecture",
+            "name-repaired",
             "default-made-explicit",
             "fnuz-specific-copy",
             "no-kv-scale-parameters",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from kvscale.conventions import (
     attention_prefix,
@@ -20,6 +21,7 @@ from kvscale.conventions import (
 )
 from kvscale.engine.base import (
     BUFFER_KINDS,
+    CacheWrite,
     Engine,
     EnginePath,
     EngineSettings,
@@ -106,8 +108,13 @@ class VllmEngine(Engine):
         stacked_first, auto_loaded, _ = _architecture_facts(context.shape.architectures)
         stacked_first = stacked_first and not context.as_intended
         has_quant_config = quant.raw is not None
+        method = quant.quant_method
+        if context.as_intended and tensor.endswith("output_scale"):
+            # What the producer meant: output_scale is a KV scale in Quark's convention (and
+            # compressed-tensors' before 2024-09), whatever method reads the checkpoint now.
+            method = "quark"
         if has_quant_config:
-            mapped = names.map_name(tensor, quant.quant_method, stacked_first)
+            mapped = names.map_name(tensor, method, stacked_first)
         else:
             # Without a quantization config the loader applies no cache-scale mapper at all;
             # only the device buffers' own names (attn._k_scale) still reach a module.
@@ -235,6 +242,28 @@ class VllmEngine(Engine):
                 )
             )
         return out
+
+    def cache_write(self, kv_cache_dtype: str, attention_backend: str | None) -> CacheWrite | None:
+        """The Triton backend's write (``triton_reshape_and_cache_flash``) divides by element 0
+        of the scale tensor for every head and stores the platform's e4m3 type for every
+        quantized dtype (``fp8_e5m2`` included); the other backends use the CUDA kernel, which
+        kvscale's kernel reproduces."""
+        if attention_backend != "triton_attn":
+            return None
+
+        def write(x: Any, scale: Any) -> Any:
+            from kvscale.kernel.formats import E4M3FN
+            from kvscale.kernel.reference import quantize_to_bits
+
+            return quantize_to_bits(x, scale.reshape(-1)[:1], E4M3FN)
+
+        return CacheWrite(
+            "vLLM 0.33.0 triton_reshape_and_cache_flash (--attention-backend triton_attn)",
+            "fp8_e4m3",
+            write,
+            "scale element 0 for every head; e4m3 stores for every fp8 dtype",
+            lambda scale: scale.reshape(-1)[:1],
+        )
 
     def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
         """The first candidate that the cache-scale mapper sends back to (``<prefix>.attn``,

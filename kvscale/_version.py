@@ -1,0 +1,3 @@
+"""The package version, in one place (pyproject reads it: ``[tool.setuptools.dynamic]``)."""
+
+__version__ = "0.2.0"
