@@ -356,8 +356,8 @@ def unmapped_problems(
                     if layers
                     else ""
                 )
-                + "; rename to <attention prefix>.k_scale / v_scale (the names every quant "
-                "method maps), or remove"
+                + "; rename to <attention prefix>.k_scale / v_scale, the names every quant "
+                "method maps (kvscale normalize --checkpoint does this), or remove"
             )
         out.append(
             problem(

@@ -127,3 +127,20 @@ MAX_VERIFY_ELEMENTS = Limit(
     None,
     "K or V elements verify writes per layer (tokens x kv heads x head size)",
 )
+MAX_DATA_BYTES = Limit(
+    "max-data-bytes",
+    "KVSCALE_MAX_DATA_BYTES",
+    1 << 30,
+    None,
+    "bytes of calibration data (--data)",
+)
+"""1 GiB: about 250M tokens of text, 250x the common 512 x 2048 recipe; hashing it takes ~2 s."""
+
+MAX_ACTIVATION_BYTES = Limit(
+    "max-activation-bytes",
+    "KVSCALE_MAX_ACTIVATION_BYTES",
+    4 << 30,
+    None,
+    "bytes of captured K/V held for --activations-out",
+)
+"""Saved activations are held in memory until written: SmolLM2 in bf16 takes 23 KB per token."""

@@ -167,7 +167,8 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         W,
         "A tensor named like a KV scale is not mapped to any attention layer by this quant "
         "method's name conventions: the engine does not use it (some loaders reject it).",
-        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize --checkpoint does this).",
+        "Rename it to <attention prefix>.k_scale / v_scale (kvscale normalize --checkpoint does "
+        "this).",
     ),
     ProblemCode(
         "unloadable-kv-tensor",

@@ -78,6 +78,9 @@ class ModelOptions:
     max_kl: float | None = None
     """Fail when the mean KL(unquantized || fp8) of the next-token distributions exceeds this."""
     activations_out: Path | None = None
+    device: str | None = None
+    """Where the model runs: ``cpu``, ``cuda``, ``auto`` (accelerate); None: ``cuda`` with
+    ``--gpu``, else ``cpu``. The cache write's device follows ``--gpu`` alone."""
 
 
 @dataclass(frozen=True)
@@ -916,9 +919,8 @@ def _run_model(
             f"the engine refuses {len(target.refused)} layer(s) of {target.path} ({name}: {why}); "
             "the model cannot run with its scales"
         )
-    loaded = load_model(
-        model_path, dtype=model_options.dtype, device="cuda" if options.gpu else "cpu"
-    )
+    device = model_options.device or ("cuda" if options.gpu else "cpu")
+    loaded = load_model(model_path, dtype=model_options.dtype, device=device)
     data = load_calibration_data(
         model_options.data,
         seq_len=model_options.seq_len,

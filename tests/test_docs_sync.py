@@ -123,3 +123,13 @@ def test_ci_doc_covers_the_ci_surface() -> None:
             assert code in text, code
     for link in re.findall(r"\]\((\.\./[^)#]+|[a-z-]+\.md)", text):
         assert (DOCS / link).resolve().exists(), link
+
+
+def test_every_limit_is_documented() -> None:
+    from kvscale import limits
+
+    text = (DOCS / "limits.md").read_text(encoding="utf-8")
+    found = [v for v in vars(limits).values() if isinstance(v, limits.Limit)]
+    assert len(found) >= 12
+    for limit in found:
+        assert f"| `{limit.name}` | `{limit.env}` | {limit.default:,}" in text, limit.name

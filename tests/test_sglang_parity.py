@@ -14,12 +14,22 @@ Where SGLang creates no KV-cache quant method, its layers have no scale paramete
 Not compared (kvscale does not model them, and says so): the ``--quantization-param-path`` JSON
 path (``quant_param_json`` cases; ``normalize --format sglang-json`` writes that file) and
 ``SGLANG_ENABLE_WEIGHT_LOADER_V2=1`` (the ``v2`` loader cases; the default loader is legacy).
+
+Architectures other than Llama (group ``sgl-arch``) run their own ``load_weights``; kvscale
+reads what each does from ``kvscale/engine/sglang/architectures.py``, which
+tests/parity/sglang_architectures.py derives from SGLang's source (``architectures_up_to_date``
+re-derives it). SGLang's RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its
+``attn_mha`` companion, recorded apart, keeps the 1.0 default); kvscale calls the layer
+``self_attn.attn`` like every other.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -55,6 +65,11 @@ COMPARED = sorted(name for name in GOLDEN["cases"] if name not in NOT_MODELLED)
 
 def _enc(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+def _kvscale_layer(radix_attention: str) -> str:
+    """kvscale's name for the layer of one of SGLang's RadixAttention modules."""
+    return re.sub(r"\.attn_mqa$", ".attn", radix_attention)
 
 
 def test_golden_is_complete() -> None:
@@ -102,7 +117,7 @@ def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     mismatches: list[str] = []
     names = [layer["name"] for layer in doc["layers"]]
-    gold_names = [layer["name"] for layer in gold["layers"]]
+    gold_names = [_kvscale_layer(layer["name"]) for layer in gold["layers"]]
     if names != gold_names:
         mismatches.append(f"layers: kvscale {names} != SGLang {gold_names}")
     if gold["engine_error"] is None and doc["kv_cache_dtype"] != gold["kv_cache_dtype"]:
@@ -110,7 +125,7 @@ def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
         mismatches.append(f"kv_cache_dtype: kvscale {ours_dtype!r} != SGLang {gold_dtype!r}")
     ours = {layer["name"]: layer for layer in doc["layers"]}
     for g in gold["layers"]:
-        k = ours.get(g["name"])
+        k = ours.get(_kvscale_layer(g["name"]))
         if k is None:
             continue
         refused = g["error"] is not None or gold["engine_error"] is not None
@@ -128,4 +143,92 @@ def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
                 mismatches.append(
                     f"{g['name']}.{field}: kvscale {_enc(k[field])} != SGLang {_enc(expected)}"
                 )
+        if gold["group"] == "sgl-arch":
+            # which checkpoint tensors the architecture's loader put into the layer
+            ours_loaded = sorted(src["tensor"] for src in (k.get("checkpoint") or {}).values())
+            if ours_loaded != sorted(g["loaded"]):
+                mismatches.append(
+                    f"{g['name']}: kvscale loads {ours_loaded}, SGLang {sorted(g['loaded'])}"
+                )
     assert not mismatches, f"{name}: {case['description']}\n" + "\n".join(mismatches)
+
+
+# ------------------------------------------------------------------------------------------
+# The per-architecture loader table (kvscale/engine/sglang/architectures.py)
+# ------------------------------------------------------------------------------------------
+
+
+def test_architecture_cases_cover_the_brief() -> None:
+    archs = {g["architecture"] for g in GOLDEN["cases"].values() if g["group"] == "sgl-arch"}
+    assert archs >= {
+        "Qwen2ForCausalLM",
+        "Qwen3ForCausalLM",
+        "Gemma2ForCausalLM",
+        "MistralForCausalLM",
+        "Phi3ForCausalLM",
+        "MixtralForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+    }
+
+
+def test_llama_class_is_names_remap() -> None:
+    """kvscale routes LlamaForCausalLM's loader class through names.remap (the mechanism,
+    for any name); on every recorded probe it gives what SGLang's own loader did."""
+    from kvscale.engine.sglang import architectures as A
+    from kvscale.engine.sglang import names
+
+    cls = A.LOADER_CLASSES["LlamaForCausalLM"]
+    prefix = "model.layers.0.self_attn"
+    for has in (True, False):
+        params = {f"{prefix}.attn.k_scale", f"{prefix}.attn.v_scale"} if has else set()
+        for tail in A.PROBE_TAILS:
+            name = f"{prefix}.{tail}"
+            kind, target, index = cls.outcome(tail, has) or ("?", None, None)
+            if tail.endswith(("k_bias", "v_bias")):
+                continue  # routed as KV-scheme extras (ignored-kv-tensor), not remapped
+            got = names.remap(name, params.__contains__)
+            recorded = None if index is None else names.substitute(A.MESSAGES[index], prefix, name)
+            if kind == "load":
+                assert got.dropped is None and got.name == names.substitute(
+                    target or "", prefix, name
+                ), (tail, has, got)
+            else:
+                assert kind == "drop" and got.dropped is not None, (tail, has, got)
+                assert (recorded or "").endswith(got.dropped), (tail, has, got, recorded)
+
+
+def test_every_registered_architecture_is_classified() -> None:
+    from kvscale.engine.sglang import architectures as A
+
+    assert set(A.ARCHITECTURES).isdisjoint(A.NOT_PROBED)
+    assert len(A.ARCHITECTURES) + len(A.NOT_PROBED) > 250
+    for arch in A.ARCHITECTURES.values():
+        assert arch.loader in A.LOADER_CLASSES
+    for name, cls in A.LOADER_CLASSES.items():
+        assert set(cls.kv) == set(A.PROBE_TAILS), name
+        assert A.ARCHITECTURES[name].loader == name  # a class is named after a member
+
+
+@pytest.mark.skipif(
+    not os.environ.get("KVSCALE_SGLANG_SRC"),
+    reason="set KVSCALE_SGLANG_SRC to an extracted SGLang 0.5.23 source tree to re-derive "
+    "kvscale/engine/sglang/architectures.py from its model files",
+)
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="running SGLang's loaders needs torch"
+)
+def test_architectures_up_to_date() -> None:
+    """Re-run every registered architecture's load_weights (about a minute on 2 cores) and
+    compare with the committed table."""
+    script = PARITY / "sglang_architectures.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--sglang-src", os.environ["KVSCALE_SGLANG_SRC"], "--check"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kvscale.errors import InputError, LimitExceededError, UsageError
-from kvscale.limits import Limit
+from kvscale.limits import MAX_DATA_BYTES
 
 __all__ = [
     "MAX_DATA_BYTES",
@@ -49,14 +49,6 @@ __all__ = [
     "load_calibration_data",
 ]
 
-MAX_DATA_BYTES = Limit(
-    "max-data-bytes",
-    "KVSCALE_MAX_DATA_BYTES",
-    1 << 30,
-    None,
-    "bytes of calibration data (--data)",
-)
-"""1 GiB: about 250M tokens of text, 250x the common 512 x 2048 recipe; hashing it takes ~2 s."""
 
 TEXT_BLOCK_CHARS = 1 << 20
 """Characters of plain text handed to the tokenizer at once (then cut at a line start)."""

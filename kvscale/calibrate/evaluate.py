@@ -50,7 +50,7 @@ from kvscale.calibrate.model import AttentionLayer, LoadedModel, UnsupportedMode
 from kvscale.errors import LimitExceededError, OutputError, UsageError
 from kvscale.kernel.formats import FP8_FORMATS, FP8Format
 from kvscale.kernel.reference import clipped
-from kvscale.limits import Limit
+from kvscale.limits import MAX_ACTIVATION_BYTES
 
 __all__ = [
     "ACTIVATION_DTYPES",
@@ -72,14 +72,6 @@ VARIANTS = ("unquantized", "fp8", "unit_scales")
 KL_CHUNK = 256
 ACTIVATION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
-MAX_ACTIVATION_BYTES = Limit(
-    "max-activation-bytes",
-    "KVSCALE_MAX_ACTIVATION_BYTES",
-    4 << 30,
-    None,
-    "bytes of captured K/V held for --activations-out",
-)
-"""Saved activations are held in memory until written: SmolLM2 in bf16 takes 23 KB per token."""
 
 ScaleValue = float | Sequence[float]
 

@@ -39,7 +39,7 @@ app = typer.Typer(
         "checkpoints, resolved exactly as the serving engine resolves them.\n\n" + EXIT_CODES_HELP
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -142,6 +142,15 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    model_device: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--model-device",
+            help="With --data: where the model runs (cpu, cuda, auto = accelerate over the GPUs). "
+            "Default: cuda with --gpu, else cpu.",
+            show_default=False,
+        ),
+    ] = None,
     activations_out: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(
@@ -173,6 +182,7 @@ def verify(
                 ("--max-ppl-increase", max_ppl_increase),
                 ("--max-kl", max_kl),
                 ("--activations-out", activations_out),
+                ("--model-device", model_device),
             )
             if value is not None
         ]
@@ -188,6 +198,7 @@ def verify(
             max_ppl_increase=max_ppl_increase,
             max_kl=max_kl,
             activations_out=activations_out,
+            device=model_device,
         )
     settings = run_settings(
         engine=engine,
