@@ -325,12 +325,14 @@ def unmapped_problems(
     groups: dict[tuple[str, str, bool], list[UnmappedTensor]] = defaultdict(list)
     for item in unmapped:
         groups[(item.code, item.reason, item.fails)].append(item)
+    refused_layers: dict[int, list[str]] = defaultdict(list)
+    for name, culprit in refused_by.items():
+        refused_layers[id(culprit)].append(name)
     out: list[Problem] = []
     for (code, reason, fails), items in groups.items():
         tensors = [f"{u.tensor} ({u.file})" for u in items]
-        members = {id(u) for u in items}
         if fails:
-            owners = {name for name, u in refused_by.items() if id(u) in members}
+            owners = {name for u in items for name in refused_layers.get(id(u), ())}
         else:
             owners = {owner for u in items if (owner := owner_layer(u.tensor)) is not None}
         layers = tuple(sorted(owners, key=layer_sort_key))

@@ -40,6 +40,7 @@ from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
 from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef
+from kvscale.io.checkpoint_copy import input_paths
 from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
@@ -80,6 +81,9 @@ class ScaleReport:
     scale_like_count: int = 0
     remote: RemoteStats | None = None
     """Where a remote checkpoint was read from and what it cost; None for a local path."""
+    input_paths: tuple[str, ...] = ()
+    """The files and directories the checkpoint consists of (real paths too): what no report
+    kvscale writes may land on (``--junit``)."""
 
     @property
     def engine(self) -> dict[str, str]:
@@ -227,6 +231,7 @@ def resolve_checkpoint(
         if name in refusals
     }
     remote = _remote_stats(ckpt)
+    read_paths = tuple(str(p) for p in input_paths(ckpt)) if ckpt.is_local else ()
     return _resolve(
         ScaleReport(
             checkpoint=ckpt.given,
@@ -246,6 +251,7 @@ def resolve_checkpoint(
             refused_by=refused_by,
             scale_like_count=scale_like_count,
             remote=remote,
+            input_paths=read_paths,
         ),
         settings,
         inputs,

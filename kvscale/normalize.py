@@ -355,7 +355,7 @@ def plan_normalize(
         progress=header_progress,
         local_only="normalize --checkpoint" if options.checkpoint else None,
     )
-    check_not_input(out_path, input_paths(ckpt) if ckpt.is_local else [], "--out")
+    check_not_input(out_path, input_paths(ckpt, other=True) if ckpt.is_local else [], "--out")
     check_out(out_path, options.force)
 
     report = resolve_checkpoint(ckpt, options.engine)

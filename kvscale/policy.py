@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kvscale.errors import KVScaleError, UsageError
+from kvscale.errors import ConfigError, KVScaleError, UsageError
 from kvscale.io.safetensors import read_small_file
 from kvscale.limits import MAX_POLICY_BYTES
 from kvscale.options import EngineOptions
@@ -229,7 +229,10 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
         value = table["max_rel_change"]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UsageError(f"{path}: max_rel_change must be a number")
-        max_rel_change = float(value)
+        try:
+            max_rel_change = float(value)
+        except OverflowError:  # a TOML integer of 400 digits
+            max_rel_change = math.inf
         if not math.isfinite(max_rel_change) or max_rel_change < 0:
             raise UsageError(f"{path}: max_rel_change must be a finite number >= 0")
     return PolicyFile(
@@ -285,6 +288,15 @@ def discover_policy_file(start: str | os.PathLike[str] | None = None) -> Path | 
         candidate = directory / POLICY_FILE
         if candidate.is_file():
             return candidate
+        if os.path.lexists(candidate):
+            # A FIFO, a device or a dangling link named kvscale.toml: skipping it would run
+            # without the policy the user wrote; reading it could block or never end.
+            raise ConfigError(
+                candidate,
+                "is not a regular file (a FIFO, a device or a broken link); kvscale reads its "
+                "policy from a regular kvscale.toml",
+                hint="replace it with a file, or pass --no-policy",
+            )
         pyproject = directory / PYPROJECT
         if pyproject.is_file() and _pyproject_may_have_table(pyproject):
             if _policy_table(pyproject, _read_toml(pyproject)) is not None:

@@ -320,8 +320,8 @@ def check_agreement(
 ) -> dict[str, list[str]]:
     """Every difference between the host floats (JSON) and the device tensors, per layer: a
     kind whose value differs in any head by any bit (per-head lists element by element, a lone
-    host float against the max over the device's heads), a k/v tensor missing on the device, a
-    device tensor the JSON lacks."""
+    host float against the max over the device's heads), a tensor missing on the device for
+    any kind the JSON holds, a device tensor the JSON lacks."""
     out: dict[str, list[str]] = {}
     expected: set[str] = set()
     for entry in scales.layers:
@@ -334,7 +334,7 @@ def check_agreement(
             expected.add(name)
             held = device.get(name)
             if held is None:
-                if kind in ("k_scale", "v_scale") and not entry.skipped:
+                if not entry.skipped:
                     problems.append(f"{kind} is in {JSON_NAME} but not in {TENSORS_NAME}")
                 continue
             listed = value if isinstance(value, tuple) else (value,)

@@ -326,6 +326,13 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
 
         host_k, host_v = entry.host("k_scale"), entry.host("v_scale")
         assert host_k is not None and host_v is not None
+        k_heads, v_heads = len(flat("k_scale")), len(flat("v_scale"))
+        if k_heads > 1 and v_heads > 1 and k_heads != v_heads:
+            raise InputError(
+                path,
+                f"{entry.name} holds {k_heads} per-head k scales but {v_heads} per-head v "
+                "scales: K and V of a layer share its kv heads",
+            )
         layers.append(
             LayerScales(
                 entry.name,
@@ -582,7 +589,7 @@ def verify_target(
                 )
         if activations and any(src == "synthetic" for _, src in kv_data.values()):
             synthetic.append(layer.name)
-        _check_pair(kv_data, activations_path, layer.name)
+        _check_pair(kv_data, activations_path, layer.name, layer)
         k_stats, v_stats = _run_layer(
             layer, kv_data, kv_name, fmt, device, kernel, generator, engine_write, engine_kernel
         )
@@ -664,9 +671,27 @@ def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -
 
 
 def _check_pair(
-    kv_data: Mapping[str, tuple[torch.Tensor, str]], path: Path | None, layer: str
+    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    path: Path | None,
+    layer: str,
+    scales: LayerScales | None = None,
 ) -> None:
-    key, value = kv_data["k"][0], kv_data["v"][0]
+    """K and V of one layer come together, in one dtype and one head layout, matching the
+    target's per-head scales: otherwise the file is at fault, and the error names it."""
+    (key, key_src), (value, value_src) = kv_data["k"], kv_data["v"]
+    if (key_src == "synthetic") != (value_src == "synthetic"):
+        have, lack = ("k", "v") if value_src == "synthetic" else ("v", "k")
+        raise InputError(
+            path or "activations",
+            f"holds {layer}.{have} but no {layer}.{lack}: K and V of a layer are captured "
+            "together",
+        )
+    if key.dtype != value.dtype:
+        raise InputError(
+            path or "activations",
+            f"{layer}.k is {key.dtype} but {layer}.v is {value.dtype}: K and V of one layer "
+            "share the model dtype",
+        )
     if key.shape[1:] != value.shape[1:]:
         raise InputError(
             path or "activations",
@@ -674,6 +699,14 @@ def _check_pair(
             f"[tokens, {value.shape[1]}, {value.shape[2]}]: K and V of one layer share the "
             "kv heads and head size",
         )
+    if scales is not None:
+        for kind, x, device in (("k", key, scales.k_device), ("v", value, scales.v_device)):
+            if len(device) > 1 and x.dim() == 3 and x.shape[1] != len(device):
+                raise InputError(
+                    path or "activations",
+                    f"{layer}.{kind} has {x.shape[1]} kv heads but the target holds "
+                    f"{len(device)} per-head {kind} scales",
+                )
 
 
 def _check_activation(t: torch.Tensor, path: Path | None, layer: str, kind: str) -> torch.Tensor:
@@ -918,6 +951,15 @@ def _run_model(
         raise RefusedError(
             f"the engine refuses {len(target.refused)} layer(s) of {target.path} ({name}: {why}); "
             "the model cannot run with its scales"
+        )
+    if model_options.activations_out is not None:
+        from kvscale.io.staging import check_not_input
+
+        # Never onto the model, the target or the data (nor inside the model's directory).
+        check_not_input(
+            Path(model_options.activations_out),
+            [model_path, Path(path), Path(model_options.data)],
+            "--activations-out",
         )
     device = model_options.device or ("cuda" if options.gpu else "cpu")
     loaded = load_model(model_path, dtype=model_options.dtype, device=device)

@@ -112,6 +112,9 @@ def _normalize_output(
         {
             f"{name}.k_scale": torch.tensor(k_device, dtype=torch.float32).reshape(shape),
             f"{name}.v_scale": torch.tensor(0.25, dtype=torch.float32),
+            # normalize writes a device tensor for every kind the JSON holds
+            f"{name}.q_scale": torch.tensor(1.0, dtype=torch.float32),
+            f"{name}.prob_scale": torch.tensor(1.0, dtype=torch.float32),
         },
         str(directory / "kv_scales.safetensors"),
     )

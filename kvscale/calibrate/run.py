@@ -358,7 +358,7 @@ def plan_calibration(
     # The target first: a bad --target or --out fails before minutes of calibration.
     target = open_checkpoint(target_path)
     report = resolve_checkpoint(target, options.engine)
-    inputs = [model_path, *input_paths(target)]
+    inputs = [model_path, Path(data), *input_paths(target, other=True)]
     check_not_input(out_path, inputs, "--out")
     check_out(out_path, options.force)
     copy_qc, new_config = _copy_quantization_config(target, report, options.strategy)

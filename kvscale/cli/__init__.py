@@ -1,4 +1,4 @@
-"""The ``kvscale`` command (``kvscale.cli:main``, ``python -m kvscale``): a thin typer layer.
+"""The ``kvscale`` command (``kvscale.__main__:main``, ``python -m kvscale``): a thin typer layer.
 
 Each command module maps its options to one core call, hands the result to a renderer
 (``kvscale.render``) and the rendering to the one ``Output``; errors become exit codes in

@@ -35,6 +35,7 @@ from kvscale.cli.params import (
 )
 from kvscale.cli.settings import RunSettings, run_settings
 from kvscale.errors import ExitCode, KVScaleError
+from kvscale.io.inputs import is_remote
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -161,6 +162,15 @@ def inspect(
     # line). Several: each is reported and the run goes on to the next.
     single = len(targets) == 1 and not files
     runs = [_run(target, settings, revision) for target in targets]
+    if junit is not None:
+        # Before anything is printed: a report refused after the output would look like a run.
+        from kvscale.io.staging import check_not_input
+
+        inputs = [Path(str(run.target)) for run in runs if not is_remote(str(run.target))]
+        for run in runs:
+            if run.report is not None:
+                inputs.extend(Path(p) for p in run.report.input_paths)
+        check_not_input(junit, inputs, "--junit")
     _report(runs, settings, output, junit=junit, annotate=annotate, table=not files, single=single)
     if single and runs[0].error is not None:
         raise runs[0].error
@@ -270,7 +280,11 @@ def _report(
     if junit is not None:
         from kvscale.render.junit import write_junit
 
-        write_junit(junit, suites, inputs=[run.target for run in runs])
+        inputs = [str(run.target) for run in runs if not is_remote(str(run.target))]
+        for run in runs:
+            if run.report is not None:
+                inputs.extend(run.report.input_paths)
+        write_junit(junit, suites, inputs=inputs)
 
 
 def runs_summary(runs: Sequence[_Run]) -> dict[str, int]:

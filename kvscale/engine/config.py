@@ -9,7 +9,9 @@ value is refused once, with the file's name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fnmatch
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,7 +154,9 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         config_dtype=dtype,
         layer_types=layer_types,
         hybrid_override_pattern=pattern,
-        head_size=head_size if head_size and head_size <= 65536 else None,
+        # Kept whatever its size: verify, the one user, bounds its buffers by max-verify-elements
+        # and names that limit (a silently dropped head_dim would verify another shape).
+        head_size=head_size or None,
     )
 
 
@@ -238,3 +242,41 @@ def kv_only_quantization_config(strategy: str) -> dict[str, Any]:
         "ignore": [],
         "kv_cache_scheme": ct_kv_cache_scheme(strategy),
     }
+
+
+# --- Quark's layer-name globs ---------------------------------------------------------------------
+
+
+class GlobSet:
+    """``fnmatch.fnmatchcase(name, p) for any p`` over many patterns, in time near-linear in the
+    names: exact names, ``*suffix`` and ``prefix*`` patterns are hashed (every suffix or prefix
+    of a name is looked up), the rest compiled once. Quark's ``kv_cache_group`` is matched
+    against ``layer_quant_config`` names this way by both engines (they call fnmatch per pair:
+    a hostile config of 12,000 x 12,000 would take a minute)."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.exact: set[str] = set()
+        self.suffixes: set[str] = set()
+        self.prefixes: set[str] = set()
+        self.other: list[re.Pattern[str]] = []
+        for pattern in patterns:
+            if not _GLOB_SPECIAL.search(pattern):
+                self.exact.add(pattern)
+            elif pattern.startswith("*") and not _GLOB_SPECIAL.search(pattern[1:]):
+                self.suffixes.add(pattern[1:])
+            elif pattern.endswith("*") and not _GLOB_SPECIAL.search(pattern[:-1]):
+                self.prefixes.add(pattern[:-1])
+            else:
+                self.other.append(re.compile(fnmatch.translate(pattern)))
+
+    def matches(self, name: str) -> bool:
+        if name in self.exact:
+            return True
+        if self.suffixes and any(name[i:] in self.suffixes for i in range(len(name) + 1)):
+            return True
+        if self.prefixes and any(name[:i] in self.prefixes for i in range(len(name) + 1)):
+            return True
+        return any(r.match(name) for r in self.other)
+
+
+_GLOB_SPECIAL = re.compile(r"[*?\[]")

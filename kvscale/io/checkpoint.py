@@ -220,18 +220,22 @@ def _validate_shard_name(index_path: Path, tensor: Any, name: Any) -> str:
             f"weight_map entry for tensor {quote(tensor)} is not a file name: {quote(name, 60)}",
             hint="regenerate the index",
         )
-    if (
-        not name
-        or "/" in name
-        or "\\" in name
-        or name in (".", "..")
-        or "\x00" in name
-        or os.path.isabs(name)
-    ):
+    parts = name.replace("\\", "/").split("/")
+    if not name or "\x00" in name or os.path.isabs(name) or ".." in parts or name == ".":
         raise CheckpointLayoutError(
             index_path,
             f"weight_map points outside the checkpoint directory: {quote(name)}",
             hint="shard names in the index must be plain file names; the file was not opened",
+        )
+    if len(parts) > 1:
+        # ./a.safetensors or sub/a.safetensors: inside the directory, but the engine matches
+        # index entries against the *.safetensors files of the directory itself, by name.
+        raise CheckpointLayoutError(
+            index_path,
+            f"weight_map names {quote(name)}, a path, not a file of the checkpoint directory: "
+            "the engine matches index entries to the directory's own *.safetensors names, so "
+            "it loads no such shard",
+            hint="write plain file names in the index (a.safetensors), with the shards beside it",
         )
     return name
 
@@ -356,6 +360,21 @@ def open_checkpoint(
             weight_map = _index_weight_map(index_path, index)
             indexed = {_validate_shard_name(index_path, t, f) for t, f in weight_map.items()}
             missing = sorted(indexed - set(names))
+            if missing and os.path.lexists(root / missing[0]):
+                first = missing[0]
+                why = (
+                    "a hidden file, which the engine's *.safetensors glob does not list"
+                    if first.startswith(".")
+                    else "not a *.safetensors file"
+                    if not first.endswith(".safetensors")
+                    else "not a regular safetensors file"
+                )
+                raise CheckpointLayoutError(
+                    index_path,
+                    f"index names shard {quote(first)}, which exists but is {why}: the engine "
+                    "never loads it",
+                    hint="point the index at the checkpoint's own *.safetensors shards",
+                )
             if missing:
                 raise CheckpointLayoutError(
                     index_path,

@@ -87,11 +87,7 @@ def other_files(
                 files.append((name, path, stat.S_IMODE(st.st_mode)))
         return files, skipped
     root = ckpt.root
-
-    def onerror(exc: OSError) -> None:
-        raise InputError(exc.filename or root, f"cannot read: {exc.strerror}")
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+    for dirpath, dirnames, filenames in _walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         kept_dirs = []
         for d in sorted(dirnames):
@@ -122,6 +118,43 @@ def other_files(
                 continue
             files.append((rel, full, stat.S_IMODE(st.st_mode)))
     return files, skipped
+
+
+MAX_DIR_DEPTH = 256
+"""Directory nesting inside a checkpoint that a copy follows (real ones have 1-3 levels; a
+1,000-level tree would exhaust the interpreter's recursion in os.walk on Python 3.11)."""
+
+
+def _walk(root: Path) -> list[tuple[str, list[str], list[str]]]:
+    """``os.walk(root)`` (top-down, the caller may prune ``dirnames``), without recursion and
+    with nesting bounded by ``MAX_DIR_DEPTH``; unreadable directories are an InputError."""
+    out: list[tuple[str, list[str], list[str]]] = []
+    stack = [(str(root), 0)]
+    while stack:
+        dirpath, depth = stack.pop()
+        if depth > MAX_DIR_DEPTH:
+            raise InputError(
+                dirpath,
+                f"directory nesting deeper than {MAX_DIR_DEPTH} levels inside the checkpoint",
+                hint="a checkpoint is a flat directory of shards and config files",
+            )
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    is_dir = entry.is_dir(follow_symlinks=True)
+                    (dirnames if is_dir else filenames).append(entry.name)
+        except OSError as exc:
+            raise InputError(exc.filename or dirpath, f"cannot read: {exc.strerror}") from None
+        out.append((dirpath, dirnames, filenames))
+        # Not descended into, as other_files reports them: version control, directory links.
+        for name in sorted(dirnames, reverse=True):
+            full = os.path.join(dirpath, name)
+            if name in SKIPPED_DIRS or os.path.islink(full):
+                continue
+            stack.append((full, depth + 1))
+    return out
 
 
 def _mode(path: Path) -> int | None:
@@ -284,10 +317,12 @@ def scale_shards(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> dict[str,
     return out
 
 
-def input_paths(ckpt: Checkpoint) -> list[Path]:
+def input_paths(ckpt: Checkpoint, *, other: bool = False) -> list[Path]:
     """Every path the input consists of (for ``staging.check_not_input``): the checkpoint as
     given, its directory, every shard and the directory its real file lies in (an HF cache's
-    ``blobs/``), and the real path of every other file a copy would read."""
+    ``blobs/``), the config files; with ``other``, also the real path of every other file of the
+    checkpoint, links that point out of it included (a copy reads them, or skips them; neither
+    may find its target replaced by the output)."""
     paths: list[Path] = [Path(ckpt.given)]
     if ckpt.layout != "file":
         # (A single file's directory is not the input: outputs may go beside it.)
@@ -302,4 +337,8 @@ def input_paths(ckpt: Checkpoint) -> list[Path]:
         path = ckpt.root / name
         if os.path.lexists(path):
             paths.append(Path(os.path.realpath(path)))
+    if other and ckpt.layout != "file":
+        files, skipped = other_files(ckpt, set(ckpt.files))
+        paths.extend(Path(os.path.realpath(src)) for _, src, _ in files)
+        paths.extend(Path(os.path.realpath(ckpt.root / rel)) for rel, _ in skipped)
     return paths

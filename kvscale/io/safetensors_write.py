@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -305,7 +306,22 @@ def open_new(path: Path) -> int:
 
 
 def open_source(path: Path) -> int:
-    return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    """Open a file to copy from, refusing anything but a regular file before reading a byte.
+
+    ``O_NONBLOCK``: a FIFO swapped in for an input after planning would otherwise block the
+    copy in ``open()`` forever (regular files ignore the flag); the type check then refuses it,
+    and any device, without a read."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise SourceChangedError(f"{path} is no longer a regular file (a FIFO or a device?)")
+    return fd
 
 
 def copy_file(

@@ -27,8 +27,8 @@ import shutil
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -452,6 +452,10 @@ def write_output(
     return files, existing is not None
 
 
+ABORT_GRACE_SECONDS = 2.0
+"""How long an interrupted write waits for its copy threads to stop before it cleans up."""
+
+
 def _write_files(
     jobs: Sequence[FileJob],
     staging: Path,
@@ -525,26 +529,49 @@ def _write_files(
         for job in order:
             results[job.path] = run(job)
         return results
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kvscale-copy") as pool:
-        futures = {pool.submit(run, job): job for job in order}
-        try:
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = [f for f in done if f.exception() is not None]
-            if failed:
+    # Daemon threads, not a ThreadPoolExecutor: an interrupt (Ctrl-C, SIGTERM) must end the run
+    # even while a copy is stuck in the kernel (a hung network filesystem); an executor's
+    # shutdown, and the interpreter's exit, would join that thread and hang.
+    pending = iter(order)
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while not abort.is_set():
+            with lock:
+                job = next(pending, None)
+            if job is None:
+                return
+            try:
+                written = run(job)
+            except BaseException as exc:  # reported by the main thread
+                with lock:
+                    errors.append(exc)
                 abort.set()
-                for f in futures:
-                    f.cancel()
-                wait(futures)
-                errors = [f.exception() for f in futures if not f.cancelled() and f.exception()]
-                real = [e for e in errors if not isinstance(e, _Aborted)]
-                raise (real or errors)[0]  # type: ignore[misc]
-        except BaseException:
-            abort.set()
-            for f in futures:
-                f.cancel()
-            raise
-        for future, job in futures.items():
-            results[job.path] = future.result()
+                return
+            with lock:
+                results[job.path] = written
+
+    threads = [
+        threading.Thread(target=worker, name=f"kvscale-copy-{i}", daemon=True)
+        for i in range(min(workers, len(order)))
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # a timed join lets the main thread take the interrupt
+    except BaseException:
+        abort.set()
+        # Workers stop at their next chunk: wait for them (briefly), so that none creates a
+        # file in the staging directory while it is removed; one stuck in the kernel is left.
+        deadline = time.monotonic() + ABORT_GRACE_SECONDS
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        raise
+    if errors:
+        real = [e for e in errors if not isinstance(e, _Aborted)]
+        raise (real or errors)[0]
     return results
 
 

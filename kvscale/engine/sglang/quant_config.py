@@ -18,13 +18,12 @@ Paths are inside the 0.5.23 wheel (``sglang/``); the parity oracle
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from kvscale.engine.base import EnginePath, QuantConfig
-from kvscale.engine.config import ModelShape, RawQuantConfig, dtype_alias
+from kvscale.engine.config import GlobSet, ModelShape, RawQuantConfig, dtype_alias
 from kvscale.errors import UsageError
 
 KV_CACHE_DTYPES = (
@@ -132,16 +131,13 @@ def _quark(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
             "AttributeError: Quark quantization_config has no layer_quant_config object"
         )
     names = list(layer_cfg)
-    if not (
-        set(group).issubset(names) or any(fnmatch.fnmatchcase(n, p) for n in names for p in group)
-    ):
+    globs = GlobSet(group)
+    if not (set(group).issubset(names) or any(globs.matches(n) for n in names)):
         return declared, (
             "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
             "but no kv_cache quantization settings were found in the quantization configuration."
         )
-    matched = [
-        cfg for name, cfg in layer_cfg.items() if any(fnmatch.fnmatchcase(name, p) for p in group)
-    ]
+    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
     outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
     if any(o != outputs[0] for o in outputs):
         return declared, (

@@ -199,6 +199,13 @@ class VllmEngine(Engine):
         attention layer with the same ``layers.N`` prefix; a name outside every attention layer
         fails them all."""
         out: dict[str, tuple[UnmappedTensor, str]] = {}
+        # Layers by their "<...>.layers.N" prefix, once: each tensor then finds its owners in
+        # one lookup (not one scan of every layer per tensor).
+        by_prefix: dict[str, list[str]] = {}
+        for name in layer_names:
+            m = _LAYER_PREFIX.match(name)
+            if m:
+                by_prefix.setdefault(m.group(1), []).append(name)
         for item in unmapped:
             if not item.fails:
                 continue
@@ -207,7 +214,7 @@ class VllmEngine(Engine):
                 f"({item.tensor!r}: {item.reason})"
             )
             match = _LAYER_PREFIX.match(item.tensor)
-            owners = [n for n in layer_names if match and n.startswith(match.group(1) + ".")]
+            owners = by_prefix.get(match.group(1), []) if match else []
             for owner in owners or layer_names:
                 out.setdefault(owner, (item, why))
         return out
