@@ -165,7 +165,7 @@ def _time(cmd: list[str]) -> float:
 def bytes_read_in_process(directory: Path) -> tuple[int, int, int]:
     """(bytes inspect read from shard files, header bytes on disk, scale bytes on disk)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
     from kvscale.io.safetensors import read_header
 
     counted = [0]

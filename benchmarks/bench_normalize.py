@@ -192,7 +192,7 @@ def main() -> int:
     print(f"timing parent RSS {own / 2**20:.1f} MiB (a floor for every child's peak RSS below)")
     kvscale = [sys.executable, "-m", "kvscale"]
     no_fsync = (
-        "import sys; from kvscale.normalize import NormalizeOptions, normalize_checkpoint; "
+        "import sys; from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint; "
         "normalize_checkpoint(sys.argv[1], sys.argv[2], "
         "NormalizeOptions(checkpoint=True, fsync=False))"
     )

@@ -128,7 +128,7 @@ def main() -> None:
     from huggingface_hub import HfApi
     from huggingface_hub import __version__ as hf_version
 
-    from kvscale.inspect import inspect_checkpoint, resolve_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
     from kvscale.io.remote import RemoteOptions, open_remote
     from kvscale.options import EngineOptions
     from kvscale.render.inspect import inspect_json

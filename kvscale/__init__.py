@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 
 if TYPE_CHECKING:
-    from kvscale.calibrate.run import CalibrationResult
-    from kvscale.diff import DiffResult
-    from kvscale.inspect import ScaleReport
-    from kvscale.normalize import NormalizeResult
+    from kvscale.core.calibrate.run import CalibrationResult
+    from kvscale.core.diff import DiffResult
+    from kvscale.core.inspect import ScaleReport
+    from kvscale.core.normalize import NormalizeResult
+    from kvscale.core.verify import VerifyResult
     from kvscale.options import EngineOptions
-    from kvscale.verify import VerifyResult
 
 __all__ = ["__version__", "calibrate", "diff", "inspect", "normalize", "verify"]
 
@@ -72,7 +72,7 @@ def inspect(
 ) -> ScaleReport:
     """What the engine holds for every attention layer of ``checkpoint`` (a local path,
     ``hf://ORG/NAME[@REV]`` or an https URL), with the problems found; reads no weights."""
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
 
     options = _options(engine, kv_cache_dtype, platform, model_dtype, attention_backend)
     return inspect_checkpoint(checkpoint, options, revision=revision)
@@ -93,7 +93,7 @@ def normalize(
     """Write the scales the engine uses explicitly into ``out`` (``kv_scales.json`` and
     ``kv_scales.safetensors``; with ``checkpoint_copy`` also ``out/checkpoint``), atomically.
     Raises ``RefusedError`` when a layer cannot be normalized (unless ``force``)."""
-    from kvscale.normalize import NormalizeOptions, normalize_checkpoint
+    from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint
 
     options = NormalizeOptions(
         engine=_options(engine, kv_cache_dtype, platform, model_dtype, None),
@@ -115,7 +115,7 @@ def diff(
 ) -> DiffResult:
     """Layer-by-layer changes from ``a`` to ``b`` (checkpoints, kv_scales.json or saved inspect
     JSON); ``result.ok`` is the gate (``max_rel_change``: symmetric, max(a/b, b/a) - 1)."""
-    from kvscale.diff import diff_paths
+    from kvscale.core.diff import diff_paths
 
     options = _options(engine, kv_cache_dtype, platform, None, None)
     return diff_paths(a, b, options, max_rel_change)
@@ -139,7 +139,7 @@ def verify(
     ``activations_out``) to run a model on real text, down to perplexity."""
     from pathlib import Path
 
-    from kvscale.verify import ModelOptions, VerifyOptions, verify_target
+    from kvscale.core.verify import ModelOptions, VerifyOptions, verify_target
 
     options = VerifyOptions(
         gpu=gpu,
@@ -154,9 +154,9 @@ def verify(
 
 def calibrate(model: PathLike, data: PathLike, out: PathLike, **options: Any) -> CalibrationResult:
     """Run ``model`` over ``data``, compute per-layer k/v scales and write them into ``out``.
-    ``options``: the ``kvscale.calibrate.run.CalibrateOptions`` fields (``samples``,
+    ``options``: the ``kvscale.core.calibrate.run.CalibrateOptions`` fields (``samples``,
     ``seq_len``, ``strategy``, ``checkpoint``, ``target``, ...)."""
-    from kvscale.calibrate.run import CalibrateOptions
-    from kvscale.calibrate.run import calibrate as run
+    from kvscale.core.calibrate.run import CalibrateOptions
+    from kvscale.core.calibrate.run import calibrate as run
 
     return run(model, data, out, CalibrateOptions(**options))

@@ -414,6 +414,22 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Compare both with kvscale diff TARGET DIR/checkpoint.",
     ),
     ProblemCode(
+        "json-scales-disagree",
+        W,
+        "normalize --format sglang-json: SGLang's --quantization-param-path file holds one scale "
+        "per layer for both K and V; layers whose k and v differ get max(k, v) (no saturation, "
+        "less resolution for the smaller one).",
+        "Prefer the checkpoint path (normalize --checkpoint --engine sglang), which keeps k and "
+        "v apart.",
+    ),
+    ProblemCode(
+        "sglang-json-incomplete",
+        E,
+        "normalize --format sglang-json: SGLang refuses a --quantization-param-path file that "
+        "lacks a hidden layer (and then runs every layer at 1.0), so none is written.",
+        "Normalize a checkpoint whose every hidden layer has k/v scales.",
+    ),
+    ProblemCode(
         "name-repaired",
         W,
         "normalize --checkpoint: scale tensors the engine cannot load under their names (the "

@@ -13,7 +13,7 @@ from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.inspect import inspect_checkpoint
+from kvscale.core.inspect import inspect_checkpoint
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE
 from kvscale.render.annotations import (

@@ -1,4 +1,5 @@
-"""Model loading, the layer probe and the K/V statistic (kvscale.calibrate.{model,hook,capture}).
+"""Model loading, the layer probe and the K/V statistic (kvscale/core/calibrate: model, hook,
+capture).
 
 Tiny random models of several architectures are built with fixed seeds and saved to a temporary
 directory with ``save_pretrained``; the amax kvscale reports must equal, to the bit, what an
@@ -24,13 +25,13 @@ np = pytest.importorskip("numpy")
 
 from support.models import random_samples, save_tiny, tiny_config  # noqa: E402
 
-from kvscale.calibrate.capture import (  # noqa: E402
+from kvscale.core.calibrate.capture import (  # noqa: E402
     capture_kv_amax,
     capture_with_cache,
     holdout_indices,
 )
-from kvscale.calibrate.hook import RecordingCache, attention_hook, cache_kwarg_name  # noqa: E402
-from kvscale.calibrate.model import (  # noqa: E402
+from kvscale.core.calibrate.hook import RecordingCache, attention_hook, cache_kwarg_name  # noqa: E402
+from kvscale.core.calibrate.model import (  # noqa: E402
     LoadedModel,
     ModelLoadError,
     UnsupportedModelError,
@@ -38,7 +39,7 @@ from kvscale.calibrate.model import (  # noqa: E402
     load_model,
     map_attention_layers,
 )
-from kvscale.calibrate.scales import kv_scales  # noqa: E402
+from kvscale.core.calibrate.scales import kv_scales  # noqa: E402
 from kvscale.errors import EnvironmentMissingError, InputError, UsageError  # noqa: E402
 
 

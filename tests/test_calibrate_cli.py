@@ -24,9 +24,9 @@ from support.checkpoints import quant_config  # noqa: E402
 from support.models import random_samples, save_tiny  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from kvscale.calibrate.capture import capture_with_cache  # noqa: E402
-from kvscale.calibrate.model import load_model  # noqa: E402
 from kvscale.cli import app  # noqa: E402
+from kvscale.core.calibrate.capture import capture_with_cache  # noqa: E402
+from kvscale.core.calibrate.model import load_model  # noqa: E402
 
 runner = CliRunner()
 SAMPLES = (24, 17, 31)

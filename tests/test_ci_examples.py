@@ -18,6 +18,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the templates' scenarios end to end (seconds each)
+
 ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "examples" / "ci"
 GOOD = ROOT / "examples" / "llm-compressor-fp8"

@@ -70,7 +70,7 @@ def _same_options(got: EngineOptions, want: EngineOptions) -> None:
 
 
 def test_inspect(monkeypatch: pytest.MonkeyPatch) -> None:
-    seam = Seam(monkeypatch, "kvscale.inspect", "inspect_checkpoint")
+    seam = Seam(monkeypatch, "kvscale.core.inspect", "inspect_checkpoint")
     args, kwargs = seam.run(
         "inspect", EXAMPLE, *ENGINE_FLAGS, "--attention-backend", "triton", "--revision", "v2"
     )
@@ -83,14 +83,14 @@ def test_inspect_takes_options_from_the_policy_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     (tmp_path / "kvscale.toml").write_text('kv_cache_dtype = "fp8"\nplatform = "fnuz"\n')
-    seam = Seam(monkeypatch, "kvscale.inspect", "inspect_checkpoint")
+    seam = Seam(monkeypatch, "kvscale.core.inspect", "inspect_checkpoint")
     args, _ = seam.run("inspect", EXAMPLE, "--platform", "ocp")
     assert args[1].chosen() == {"kv_cache_dtype": "fp8", "platform": "ocp"}
 
 
 @pytest.mark.parametrize("checkpoint_copy", [False, True])
 def test_normalize(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, checkpoint_copy: bool) -> None:
-    seam = Seam(monkeypatch, "kvscale.normalize", "plan_normalize")
+    seam = Seam(monkeypatch, "kvscale.core.normalize", "plan_normalize")
     extra = ["--checkpoint"] if checkpoint_copy else []
     args, _ = seam.run(
         "normalize", EXAMPLE, "--out", tmp_path / "o", *ENGINE_FLAGS, "--force", "--digests",
@@ -108,7 +108,7 @@ def test_normalize(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, checkpoint_c
 
 
 def test_diff(monkeypatch: pytest.MonkeyPatch) -> None:
-    seam = Seam(monkeypatch, "kvscale.diff", "diff_paths")
+    seam = Seam(monkeypatch, "kvscale.core.diff", "diff_paths")
     args, _ = seam.run("diff", EXAMPLE, "hf://org/b@v1", *ENGINE_FLAGS, "--max-rel-change", "0.25")
     assert args[:2] == (str(EXAMPLE), "hf://org/b@v1")
     _same_options(args[2], ENGINE)
@@ -116,7 +116,7 @@ def test_diff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_verify(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    seam = Seam(monkeypatch, "kvscale.verify", "verify_target")
+    seam = Seam(monkeypatch, "kvscale.core.verify", "verify_target")
     acts = tmp_path / "a.safetensors"
     args, _ = seam.run(
         "verify", EXAMPLE, *ENGINE_FLAGS, "--gpu", "--activations", acts, "--tokens", "77",
@@ -137,7 +137,7 @@ def test_verify(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def test_verify_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    seam = Seam(monkeypatch, "kvscale.verify", "verify_target")
+    seam = Seam(monkeypatch, "kvscale.core.verify", "verify_target")
     data, model, saved = tmp_path / "d.jsonl", tmp_path / "m", tmp_path / "kv.safetensors"
     args, _ = seam.run(
         "verify", EXAMPLE, "--model", model, "--data", data, "--samples", "3", "--seq-len", "64",
@@ -164,7 +164,7 @@ def test_verify_model_flags_need_data(flag: str) -> None:
 
 def test_calibrate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    seam = Seam(monkeypatch, "kvscale.calibrate.run", "plan_calibration")
+    seam = Seam(monkeypatch, "kvscale.core.calibrate.run", "plan_calibration")
     args, _ = seam.run(
         "calibrate", tmp_path / "model", "--data", tmp_path / "d.txt", "--out", tmp_path / "o",
         "--samples", "7", "--seq-len", "33", "--batch-size", "2", "--device", "cpu",
@@ -182,7 +182,7 @@ def test_calibrate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         options.samples, options.seq_len, options.batch_size, options.device, options.dtype,
         options.strategy, options.headroom, options.min_scale, options.holdout,
         options.checkpoint, options.target, options.force,
-    ) == (7, 33, 2, "cpu", "float32", "head", 1.25, 1e-6, 0.25, True, tmp_path / "t", True)  # fmt: skip
+    ) == (7, 33, 2, "cpu", "float32", "head", 1.25, 1e-6, 0.25, True, tmp_path / "t", True)  # noqa: E501  # fmt: skip
     assert options.engine.chosen() == {
         "kv_cache_dtype": "fp8",
         "platform": "fnuz",

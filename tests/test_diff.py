@@ -14,7 +14,7 @@ from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.diff import (
+from kvscale.core.diff import (
     LayerScales,
     ScaleSet,
     compare,

@@ -42,9 +42,14 @@ from typer.testing import CliRunner
 
 from kvscale import scales_file
 from kvscale.cli import app
+from kvscale.core.normalize import (
+    NormalizeOptions,
+    normalize_checkpoint,
+    plan_normalize,
+    write_plan,
+)
 from kvscale.errors import KVScaleError
 from kvscale.io.staging import MANIFEST_NAME, is_own_output
-from kvscale.normalize import NormalizeOptions, normalize_checkpoint, plan_normalize, write_plan
 from kvscale.options import EngineOptions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -197,7 +197,7 @@ if mode == "sigint":
     runpy.run_module("kvscale", run_name="__main__", alter_sys=True)
     sys.exit(0)
 
-import kvscale.normalize as normalize
+import kvscale.core.normalize as normalize
 import kvscale.io.safetensors_write as sw
 
 real_write_output = normalize.write_output

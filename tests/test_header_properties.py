@@ -81,6 +81,7 @@ def test_any_file_gets_a_kvscale_error_or_agrees_with_the_reference(
 
 
 @budget(ci=300)
+@pytest.mark.slow  # a long property run (.ci/run runs -m slow)
 @given(header=fuzz.valid_headers())
 def test_valid_headers_round_trip(scratch: Path, header: tuple[dict[str, Any], bytes]) -> None:
     doc, data = header
@@ -102,6 +103,7 @@ def test_valid_headers_round_trip(scratch: Path, header: tuple[dict[str, Any], b
 
 
 @budget(ci=800)
+@pytest.mark.slow  # a long property run (.ci/run runs -m slow)
 @given(header_bytes=st.binary(max_size=256), file_size=st.integers(0, 2**64))
 def test_random_header_bytes(header_bytes: bytes, file_size: int) -> None:
     try:
@@ -111,6 +113,7 @@ def test_random_header_bytes(header_bytes: bytes, file_size: int) -> None:
 
 
 @budget(ci=800)
+@pytest.mark.slow  # a long property run (.ci/run runs -m slow)
 @given(document=fuzz.json_values, file_size=st.integers(0, 2**20))
 def test_random_json_documents(document: Any, file_size: int) -> None:
     raw = json.dumps(document).encode("utf-8", "surrogatepass")
@@ -121,6 +124,7 @@ def test_random_json_documents(document: Any, file_size: int) -> None:
 
 
 @budget(ci=500)
+@pytest.mark.slow  # a long property run (.ci/run runs -m slow)
 @given(
     tensors=st.dictionaries(
         st.text(max_size=4),

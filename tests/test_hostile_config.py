@@ -489,7 +489,7 @@ def test_every_quantization_config_type(ckpt_kit: SimpleNamespace, method: str, 
 
 def test_messages_name_the_full_path(ckpt_kit: SimpleNamespace) -> None:
     """Config types are validated with the real path of config.json."""
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
 
     directory = ckpt_kit.make(config=ckpt_kit.ct_config(2, num_hidden_layers="2"))
     with pytest.raises(ConfigError) as excinfo:

@@ -284,7 +284,8 @@ CATALOGUE: list[Case] = [
         "weight-map-subdirectory",
         point_weight_map("sub/model.safetensors"),
         2,
-        r"weight_map points outside the checkpoint directory: 'sub/model\.safetensors'",
+        r"weight_map names 'sub/model\.safetensors', a path, not a file of the checkpoint "
+        r"directory",
     ),
     Case(
         "weight-map-dotdot",

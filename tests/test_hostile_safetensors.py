@@ -751,7 +751,7 @@ def test_giga_scale_is_never_read(
     ckpt_kit: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The 10**9-element scale costs neither time nor memory: no read larger than the header."""
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
     from kvscale.options import EngineOptions
 
     path = giga_scale("fp8")(ckpt_kit)

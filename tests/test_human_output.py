@@ -81,7 +81,7 @@ def test_nothing_truncated_or_dropped() -> None:
 
 def test_each_problem_message_greps_as_one_line() -> None:
     _, text = _run(CASES["inspect-broken"], 60)
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
 
     for problem in inspect_checkpoint(ROOT / "examples" / "broken").problems:
         assert any(problem.message in line for line in text.splitlines()), problem.code

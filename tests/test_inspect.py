@@ -16,7 +16,7 @@ from support.checkpoints import llama_config as config
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.inspect import inspect_checkpoint
+from kvscale.core.inspect import inspect_checkpoint
 from kvscale.options import EngineOptions
 
 runner = CliRunner()
@@ -438,7 +438,8 @@ def test_inspect_never_imports_torch() -> None:
     import sys
 
     code = (
-        "import sys, kvscale.cli, kvscale.inspect, kvscale.normalize, kvscale.render.inspect; "
+        "import sys, kvscale.cli, kvscale.core.inspect, kvscale.core.normalize; "
+        "import kvscale.render.inspect; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

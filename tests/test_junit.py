@@ -15,8 +15,8 @@ from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from typer.testing import CliRunner
 
 from kvscale.cli import app
+from kvscale.core.inspect import inspect_checkpoint
 from kvscale.errors import OutputError
-from kvscale.inspect import inspect_checkpoint
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem, Severity
 from kvscale.render.junit import (

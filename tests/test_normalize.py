@@ -33,19 +33,19 @@ from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.conventions import NORMALIZED_MARK
-from kvscale.engine.base import EnginePath, Rule
-from kvscale.engine.vllm.names import map_name
-from kvscale.errors import RefusedError, UsageError
-from kvscale.io.safetensors import read_header
-from kvscale.io.safetensors_write import dtype_alignment
-from kvscale.io.staging import MANIFEST_NAME
-from kvscale.normalize import (
+from kvscale.core.normalize import (
     NormalizeOptions,
     ProgressUpdate,
     normalize_checkpoint,
     plan_normalize,
     write_plan,
 )
+from kvscale.engine.base import EnginePath, Rule
+from kvscale.engine.vllm.names import map_name
+from kvscale.errors import RefusedError, UsageError
+from kvscale.io.safetensors import read_header
+from kvscale.io.safetensors_write import dtype_alignment
+from kvscale.io.staging import MANIFEST_NAME
 
 runner = CliRunner()
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")

@@ -30,15 +30,15 @@ from support.normalize import tree_bytes
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.errors import OutputError
-from kvscale.io.staging import WriteOptions, _start_time, clean_stale, is_own_output
-from kvscale.io.staging import inside as _inside
-from kvscale.normalize import (
+from kvscale.core.normalize import (
     NormalizeOptions,
     ProgressUpdate,
     plan_normalize,
     write_plan,
 )
+from kvscale.errors import OutputError
+from kvscale.io.staging import WriteOptions, _start_time, clean_stale, is_own_output
+from kvscale.io.staging import inside as _inside
 
 runner = CliRunner()
 LAYERS = 8

@@ -12,7 +12,7 @@ For each case, ``normalize --checkpoint --force`` writes a copy for each platfor
   the same comparison, with vLLM's own loading code executed by tests/parity/vllm_oracle.py
   (used read-only) on the original and on the copy.
 
-The one accepted difference is documented in kvscale/normalize.py: on the base path, a layer
+The one accepted difference is documented in kvscale/core/normalize.py: on the base path, a layer
 that used the engine's 1.0 default loads differently on the platform the copy was not written
 for (explicit values are doubled on fnuz, the default is not).
 """
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from support import vllm_oracle
 
-from kvscale.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
+from kvscale.core.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
 from kvscale.options import EngineOptions
 
 PARITY = Path(__file__).resolve().parent / "parity"
@@ -92,8 +92,8 @@ def _repaired(plan: NormalizePlan) -> bool:
 def _inspect_values(
     path: Path, kv: str, platform: str, model_dtype: str, *, as_intended: bool = False
 ) -> list[Any]:
+    from kvscale.core.inspect import resolve_checkpoint
     from kvscale.floats import encode_json_value
-    from kvscale.inspect import resolve_checkpoint
     from kvscale.io.checkpoint import open_checkpoint
     from kvscale.options import EngineOptions
 

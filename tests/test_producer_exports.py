@@ -607,15 +607,10 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ),
 }
 
-DISAGREE = {
-    ("llm-compressor-qwen2-fp8-tensor", "sglang"): (
-        "kvscale --engine sglang loads self_attn.k_scale/v_scale for Qwen2; SGLang 0.5.23's "
-        "Qwen2 loader drops them (no maybe_remap_kv_scale_name): k = v = 1.0"
-    ),
-    ("quark-gemma2-fp8", "sglang"): (
-        "kvscale --engine sglang loads a Quark Gemma2 export; SGLang 0.5.23 raises "
-        "KeyError 'model.layers.0.self_attn.qkv_proj.output_scale' (models/gemma2.py:479)"
-    ),
+DISAGREE: dict[tuple[str, str], str] = {
+    # (fixture, engine) -> why kvscale disagrees with the engine; each one is a strict xfail.
+    # (Qwen2's and Gemma2's SGLang loaders are modelled since kvscale/engine/sglang/
+    # architectures.py: tests/parity/sglang_architectures.py.)
 }
 # producer attribution is checked apart (test_quark_custom_fp8_is_attributed_to_quark)
 ATTRIBUTION_CHECKED_APART = {("quark-fp8-custom-fp8", "vllm"), ("quark-fp8-custom-fp8", "sglang")}

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from support.hub_server import Hostile, HubServer
 
+from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
 from kvscale.errors import (
     ConfigError,
     ExitCode,
@@ -33,7 +34,6 @@ from kvscale.errors import (
     SafetensorsFormatError,
     UsageError,
 )
-from kvscale.inspect import inspect_checkpoint, resolve_checkpoint
 from kvscale.io.remote import (
     RemoteOptions,
     RemotePath,
@@ -88,9 +88,7 @@ def mid_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _document(report: Any) -> str:
     doc = inspect_json(report)
-    return json.dumps(
-        {k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")}
-    )
+    return json.dumps({k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")})
 
 
 def _remote_report(spec: str, **kwargs: Any) -> tuple[Any, Any]:
@@ -494,7 +492,7 @@ def test_importing_remote_costs_nothing() -> None:
     # What kvscale.io.remote adds to an import of what the CLI imports anyway: no third-party
     # module (huggingface_hub and its HTTP client load only when a remote input is opened).
     code = (
-        "import sys, kvscale.io.checkpoint, kvscale.inspect; before = set(sys.modules); "
+        "import sys, kvscale.io.checkpoint, kvscale.core.inspect; before = set(sys.modules); "
         "import kvscale.io.remote; new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0].lstrip('_') not in "
         "sys.stdlib_module_names and not m.startswith('_')))"
@@ -783,7 +781,9 @@ def test_cli_normalize_remote_scales_only_and_checkpoint_refused(
     result = _cli("normalize", "hf://org/fp8", "--out", out)
     assert result.exit_code == 0, result.stderr
     local = tmp_path / "local"
-    assert _cli("normalize", ROOT / "examples" / "llm-compressor-fp8", "--out", local).exit_code == 0
+    assert (
+        _cli("normalize", ROOT / "examples" / "llm-compressor-fp8", "--out", local).exit_code == 0
+    )
     assert (out / "kv_scales.safetensors").read_bytes() == (
         local / "kv_scales.safetensors"
     ).read_bytes()

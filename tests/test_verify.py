@@ -15,8 +15,7 @@ from support.checkpoints import quant_config, tensor, write_checkpoint
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.kernel.formats import E4M3FN
-from kvscale.verify import (
+from kvscale.core.verify import (
     SATURATION_LIMIT,
     LayerScales,
     VerifyOptions,
@@ -24,6 +23,7 @@ from kvscale.verify import (
     synthetic_activations,
     verify_target,
 )
+from kvscale.kernel.formats import E4M3FN
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ACTIVATIONS = EXAMPLES / "activations" / "tiny-llama-kv.safetensors"

@@ -204,7 +204,7 @@ def calibrate(
     """
     require("torch", "kvscale calibrate", "calibrate")
     require("transformers", "kvscale calibrate", "calibrate")
-    from kvscale.calibrate.run import (
+    from kvscale.core.calibrate.run import (
         CalibrateOptions,
         ProgressUpdate,
         plan_calibration,

@@ -95,7 +95,7 @@ def diff(
     """
     import math
 
-    from kvscale.diff import diff_paths
+    from kvscale.core.diff import diff_paths
     from kvscale.render.annotations import annotations_enabled, diff_annotations
     from kvscale.render.diff import diff_json, diff_renderables, failure_lines
 

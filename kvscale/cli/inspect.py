@@ -40,7 +40,7 @@ from kvscale.io.inputs import is_remote
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
-    from kvscale.inspect import ScaleReport
+    from kvscale.core.inspect import ScaleReport
 
 EXAMPLES = """
 Examples:
@@ -202,7 +202,7 @@ class _Run:
 
 
 def _run(target: str | Path, settings: RunSettings, revision: str | None = None) -> _Run:
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
 
     start = time.monotonic()
     output = Output()

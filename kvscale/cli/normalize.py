@@ -11,11 +11,11 @@ from kvscale.cli.params import (
     DigestsOpt,
     EngineOpt,
     ForceOpt,
-    FormatOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
     NoPolicyOpt,
+    NormalizeFormatOpt,
     OutDirOpt,
     PlatformOpt,
     PolicyOpt,
@@ -54,7 +54,7 @@ def normalize(
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
-    fmt: FormatOpt = None,
+    fmt: NormalizeFormatOpt = None,
     force: ForceOpt = False,
     digests: DigestsOpt = False,
     revision: RevisionOpt = None,
@@ -66,8 +66,8 @@ def normalize(
     Everything is validated before anything is written; a layer the engine refuses, or a value
     that is not a positive finite number, stops the run (exit 1) unless --force.
     """
+    from kvscale.core.normalize import NormalizeOptions, plan_normalize, write_plan
     from kvscale.io.staging import WriteOptions
-    from kvscale.normalize import NormalizeOptions, plan_normalize, write_plan
     from kvscale.render.normalize import normalize_json, normalize_renderables, problem_lines
 
     settings = run_settings(
@@ -79,19 +79,21 @@ def normalize(
         policy_path=policy_path,
         no_policy=no_policy,
     )
+    sglang_json = fmt is not None and fmt.value == "sglang-json"
     options = NormalizeOptions(
         engine=settings.options,
         checkpoint=checkpoint_copy,
         force=force,
         write=WriteOptions(digests=digests),
         revision=revision,
+        sglang_json=sglang_json,
     )
-    output = output_for(json_output, quiet, fmt.value if fmt else None)
+    output = output_for(json_output, quiet, None if sglang_json or fmt is None else fmt.value)
     result = None
     with output.progress("writing", bytes_=True) as bar:
 
         def on_progress(event: object) -> None:
-            from kvscale.normalize import ProgressUpdate
+            from kvscale.core.normalize import ProgressUpdate
 
             assert isinstance(event, ProgressUpdate)
             if event.phase == "headers":

@@ -127,6 +127,27 @@ FormatOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+class NormalizeFormatChoice(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+    sglang_json = "sglang-json"
+
+
+NormalizeFormatOpt = Annotated[
+    Optional[NormalizeFormatChoice],  # noqa: UP045
+    typer.Option(
+        "--format",
+        help="As for inspect (table, json, markdown, csv); sglang-json: also write SGLang's "
+        "--quantization-param-path file (DIR/kv_cache_scales.json, one scale per layer) and "
+        "show the table.",
+        case_sensitive=False,
+        show_default=False,
+    ),
+]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (the stable contract).")
 ]

@@ -170,8 +170,8 @@ def verify(
     """
     require("torch", "kvscale verify", "verify")
     require("safetensors", "kvscale verify", "verify")
+    from kvscale.core.verify import ModelOptions, VerifyOptions, verify_target
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
-    from kvscale.verify import ModelOptions, VerifyOptions, verify_target
 
     model_options = None
     if data is None:

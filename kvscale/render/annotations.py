@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 
-from kvscale.inspect import ScaleReport
+from kvscale.core.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem, Severity
 from kvscale.render.escape import sanitize

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale.calibrate.run import CalibrationPlan, CalibrationResult
+from kvscale.core.calibrate.run import CalibrationPlan, CalibrationResult
 from kvscale.floats import encode_json_value, format_value, max_nan
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
-from kvscale.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
+from kvscale.core.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
 from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.floats import encode_json_value, format_value
 from kvscale.render._common import layer_labels

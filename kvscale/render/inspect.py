@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
+from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule, ScaleSource
 from kvscale.floats import encode_json_value, format_value
-from kvscale.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import Problem, Severity
 from kvscale.render._common import human_size, layer_labels

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvscale import __version__
+from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule
 from kvscale.errors import OutputError
-from kvscale.inspect import ScaleReport
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem
 from kvscale.render.escape import sanitize
@@ -168,6 +168,8 @@ CHECKS: tuple[Check, ...] = (
             "kept-as-is",
             "kv-dtype-promoted",
             "name-repaired",
+            "json-scales-disagree",
+            "sglang-json-incomplete",
             "default-made-explicit",
             "fnuz-specific-copy",
             "no-kv-scale-parameters",

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
+from kvscale.core.normalize import NormalizePlan, NormalizeResult
 from kvscale.engine.base import KINDS
 from kvscale.floats import format_value
-from kvscale.normalize import NormalizePlan, NormalizeResult
 from kvscale.problems import Problem
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text
@@ -138,6 +138,8 @@ def normalize_renderables(
         line = Text("wrote ", style="bold green")
         line.append_text(safe_text(str(result.out), "bold"))
         line.append(f": {human_size(total)}; kv_scales.safetensors, kv_scales.json")
+        if plan.options.sglang_json:
+            line.append(", kv_cache_scales.json (SGLang --quantization-param-path)")
         if plan.options.checkpoint:
             line.append(
                 f", checkpoint/ ({actions.get('rewritten', 0)} shard(s) rewritten, "

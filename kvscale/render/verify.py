@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__
+from kvscale.core.verify import KindStats, ModelEval, VerifyResult
 from kvscale.floats import encode_json_value
 from kvscale.render._common import layer_labels
 from kvscale.render.escape import safe_text, sanitize
-from kvscale.verify import KindStats, ModelEval, VerifyResult
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

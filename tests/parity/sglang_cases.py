@@ -934,6 +934,111 @@ case(
 )
 
 
+# ---- other architectures: their own load_weights (tests/parity/sglang_architectures.py) ----
+# The checkpoint is the same Llama-shaped two-layer model; config.json names another
+# architecture (and the fields its loader reads), so SGLang runs that architecture's own
+# load_weights on the names each producer writes.
+G = "sgl-arch"
+
+
+def arch_config(arch: str, qc: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    cfg = llama_config(qc)
+    cfg["architectures"] = [arch]
+    cfg.update(extra)
+    return cfg
+
+
+_MODEL_TYPES = {
+    "Qwen2ForCausalLM": {"model_type": "qwen2"},
+    "Qwen3ForCausalLM": {"model_type": "qwen3"},
+    "Gemma2ForCausalLM": {"model_type": "gemma2", "tie_word_embeddings": True},
+    "MistralForCausalLM": {"model_type": "mistral"},
+    "Phi3ForCausalLM": {"model_type": "phi3"},
+    "MixtralForCausalLM": {"model_type": "mixtral", "num_local_experts": 2},
+    "Qwen2MoeForCausalLM": {"model_type": "qwen2_moe", "num_experts": 2},
+    "DeepseekV2ForCausalLM": {"model_type": "deepseek_v2", "n_routed_experts": 2},
+    "DeepseekV3ForCausalLM": {"model_type": "deepseek_v3", "n_routed_experts": 2},
+}
+_QCS = {"ct": ct_qc("tensor"), "fp8": FP8_QC, "modelopt": MODELOPT_QC, "quark": quark_qc()}
+_NAMES: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {
+    # producer convention -> (quant config, tensors)
+    "llmc": ("ct", per_layer(L2, k_scale=T(K), v_scale=T(V))),
+    "modelopt": ("modelopt", per_layer(L2, k_proj__k_scale=T(K), v_proj__v_scale=T(V))),
+    "quark": ("quark", per_layer(L2, k_proj__output_scale=T(K), v_proj__output_scale=T(V))),
+    "canonical": ("fp8", per_layer(L2, attn__k_scale=T(K), attn__v_scale=T(V))),
+    "kv_scale": ("fp8", per_layer(L2, kv_scale=T(K))),
+    "q_prob": ("quark", per_layer(L2, k_scale=T(K), v_scale=T(V), q_proj__output_scale=T(Q))),
+    "affine": (
+        "modelopt",
+        per_layer(
+            L2,
+            k_proj__k_scale=T(K),
+            v_proj__v_scale=T(V),
+            k_proj__k_bias=T(0.0),
+            v_proj__v_bias=T(0.0),
+        ),
+    ),
+    "mqa": ("fp8", per_layer(L2, attn_mqa__k_scale=T(K), attn_mqa__v_scale=T(V))),
+}
+_ARCH_CASES: dict[str, tuple[str, ...]] = {
+    "Qwen2ForCausalLM": ("llmc", "modelopt", "quark", "canonical", "kv_scale", "affine"),
+    "Qwen3ForCausalLM": ("llmc", "modelopt", "quark", "canonical", "affine"),
+    "Gemma2ForCausalLM": ("llmc", "modelopt", "quark", "canonical", "kv_scale", "q_prob"),
+    "MistralForCausalLM": ("llmc", "modelopt", "quark", "canonical"),
+    "Phi3ForCausalLM": ("llmc", "modelopt", "quark"),
+    "MixtralForCausalLM": ("llmc", "modelopt", "quark", "canonical", "kv_scale", "affine"),
+    "Qwen2MoeForCausalLM": ("llmc", "modelopt", "quark", "canonical"),
+    "DeepseekV2ForCausalLM": ("llmc", "modelopt", "mqa"),
+    "DeepseekV3ForCausalLM": ("llmc", "modelopt", "quark", "canonical", "mqa", "affine"),
+}
+for _arch, _conventions in _ARCH_CASES.items():
+    for _conv in _conventions:
+        _qc_name, _tensors = _NAMES[_conv]
+        case(
+            f"sgl_arch_{_arch.removesuffix('ForCausalLM').lower()}_{_conv}",
+            G,
+            f"{_arch}'s own load_weights, {_conv} names under quant_method {_qc_name}",
+            config=arch_config(_arch, _QCS[_qc_name], **_MODEL_TYPES[_arch]),
+            tensors=_tensors,
+        )
+case(
+    "sgl_arch_qwen2_llmc_no_kv_method",
+    G,
+    "Qwen2ForCausalLM, llm-compressor names, compressed-tensors attn_head (no KV method)",
+    config=arch_config("Qwen2ForCausalLM", ct_qc("attn_head"), **_MODEL_TYPES["Qwen2ForCausalLM"]),
+    tensors=per_layer(L2, k_scale=T(K), v_scale=T(V)),
+)
+case(
+    "sgl_arch_gemma2_canonical_no_quant",
+    G,
+    "Gemma2ForCausalLM, vLLM-canonical names, no quantization_config",
+    config=arch_config("Gemma2ForCausalLM", None, **_MODEL_TYPES["Gemma2ForCausalLM"]),
+    options=sopts(kv="auto"),
+    tensors=per_layer(L2, attn__k_scale=T(K), attn__v_scale=T(V)),
+)
+case(
+    "sgl_arch_deepseekv3_modelopt_fnuz",
+    G,
+    "DeepseekV3ForCausalLM, ModelOpt names under fp8 (ModelOpt is refused on ROCm), fnuz: "
+    "attn_mqa doubled, attn_mha at 1.0",
+    config=arch_config("DeepseekV3ForCausalLM", FP8_QC, **_MODEL_TYPES["DeepseekV3ForCausalLM"]),
+    options=sopts(platform="fnuz"),
+    tensors=per_layer(L2, k_proj__k_scale=T(K), v_proj__v_scale=T(V)),
+)
+case(
+    "sgl_arch_mixtral_llmc_layer1_only",
+    G,
+    "MixtralForCausalLM: layer 0 ModelOpt names (raise), layer 1 the parameter's own names "
+    "and an affine bias (skipped as an extra _bias)",
+    config=arch_config("MixtralForCausalLM", FP8_QC, **_MODEL_TYPES["MixtralForCausalLM"]),
+    tensors={
+        f"{P(0)}.k_proj.k_scale": T(K),
+        f"{P(1)}.attn.k_scale": T(K),
+        f"{P(1)}.attn.v_scale": T(V),
+        f"{P(1)}.v_proj.v_bias": T(0.0),
+    },
+)
+
 CASES_BY_NAME: dict[str, dict[str, Any]] = {c["name"]: c for c in CASES}
 if len(CASES_BY_NAME) != len(CASES):
     raise RuntimeError("duplicate case names")

@@ -14,7 +14,8 @@ exactly what is verbatim and what is stubbed.
 
 Cases: every case of tests/parity/cases.py that SGLang can express (Llama architecture, a
 kv-cache dtype SGLang accepts; vLLM's `fp8` becomes SGLang's `fp8_e4m3`), then
-tests/parity/sglang_cases.py.
+tests/parity/sglang_cases.py (its `sgl-arch` cases run other architectures' own load_weights,
+executed by tests/parity/sglang_architectures.py's World on the same model tree).
 
 Must run without `python -O`: SGLang's `assert` statements are part of its behaviour.
 """
@@ -1470,8 +1471,14 @@ def applicable(case: dict[str, Any]) -> tuple[dict[str, str] | None, str | None]
     return out, None
 
 
+# Architectures whose SGLang model the Llama skeleton is (the rest run their own load_weights
+# through tests/parity/sglang_architectures.py).
+_LLAMA_SKELETON_ARCHS = frozenset(["LlamaForCausalLM"])
+
+
 class Oracle:
     def __init__(self, sglang_src: str) -> None:
+        self.src = sglang_src
         self.tree = SglTree(sglang_src)
         self._codes: dict[str, SglangCode] = {}
         self.cases_mod = _load_module("kvscale_parity_cases", "cases.py")
@@ -1481,6 +1488,90 @@ class Oracle:
         if platform not in self._codes:
             self._codes[platform] = SglangCode(self.tree, Platform(platform))
         return self._codes[platform]
+
+    # -- other architectures: their own load_weights on the same model tree --------------
+    def _harness(self, code: SglangCode) -> Any:
+        """tests/parity/sglang_architectures.py's World, wired to this platform's verbatim
+        default_weight_loader (through the load tracker), remap, logger and envs."""
+        if getattr(code, "arch_harness", None) is None:
+            sa = _load_module("kvscale_sglang_architectures", "sglang_architectures.py")
+            tracked = code.load_tracker.wrap_loader(code.default_weight_loader)
+            common = {"print_warning_once": code.print_warning_once}
+            code.arch_harness = sa.Harness(
+                self.src,
+                overrides={
+                    "sglang.srt.model_loader.weight_utils": {
+                        "default_weight_loader": tracked,
+                        "maybe_remap_kv_scale_name": code.ns_wu["maybe_remap_kv_scale_name"],
+                    },
+                    "sglang.srt.utils": common,
+                    "sglang.srt.utils.common": common,
+                    # in line, not in a thread pool, so the load tracker attributes each
+                    # parameter write to its tensor (the values are the same)
+                    "sglang.srt.model_loader.utils": {"should_async_load": lambda w: False},
+                },
+                make_logger=lambda name: code.logger,
+            )
+        return code.arch_harness
+
+    def _used(self) -> dict[str, str]:
+        """sha256 of every SGLang file read: the oracle's, and the model files executed."""
+        used = dict(self.tree.used)
+        for code in self._codes.values():
+            harness = getattr(code, "arch_harness", None)
+            if harness is not None:
+                used.update(harness.tree.used)
+                used.update(harness.world.used)
+        return used
+
+    def _radix(self, code: SglangCode, arch: str) -> tuple[str, ...]:
+        if arch in _LLAMA_SKELETON_ARCHS:
+            return ("attn",)
+        h = self._harness(code)
+        with h.world.active():
+            return tuple(h.radix_names(h.arch_class(arch)))
+
+    def _layer_names(self, config: dict[str, Any], arch: str, radix: tuple[str, ...]) -> list[str]:
+        if arch in _LLAMA_SKELETON_ARCHS:
+            return list(self.cases_mod.engine_layer_names(config))
+        return [
+            f"model.layers.{i}.self_attn.{radix[0]}" for i in range(config["num_hidden_layers"])
+        ]
+
+    def _arch_model(
+        self,
+        code: SglangCode,
+        arch: str,
+        radix: tuple[str, ...],
+        llama: nn.Module,
+        config: dict[str, Any],
+    ) -> nn.Module:
+        """The architecture's registered class (its own load_weights, verbatim) around the
+        Llama skeleton's module tree, whose RadixAttention modules are SGLang's own with the
+        real quant config; where the architecture names its RadixAttention modules
+        otherwise (DeepSeek MLA: attn_mqa, attn_mha), they are built under those names."""
+        h = self._harness(code)
+        cls = h.arch_class(arch)
+        tree = llama.model  # type: ignore[attr-defined]
+        if radix != ("attn",):
+            for i, layer in enumerate(tree.layers):
+                attn = layer.self_attn.attn
+                del layer.self_attn.attn
+                for r in radix:
+                    layer.self_attn.add_module(
+                        r,
+                        code.RadixAttention(
+                            attn.tp_q_head_num,
+                            attn.head_dim,
+                            attn.scaling,
+                            attn.tp_k_head_num,
+                            layer_id=i,
+                            quant_config=llama.quant_config,  # type: ignore[attr-defined]
+                            prefix=f"model.layers.{i}.self_attn.{r}",
+                        ),
+                    )
+        model = h.model(cls, tree, config, llama.quant_config, llama.lm_head)  # type: ignore[attr-defined]
+        return model  # type: ignore[no-any-return]
 
     # -- engine start: config, quant method, quant config ------------------------------
     def _configure(
@@ -1535,7 +1626,12 @@ class Oracle:
         code.envs.SGLANG_ENABLE_WEIGHT_LOADER_V2.value = options["weight_loader"] == "v2"
         code.model_args.quantization_param_path = qp_path
         code.model_args.kv_cache_dtype = options["kv_cache_dtype"]
-        layer_names = self.cases_mod.engine_layer_names(case["config"])
+        arch = (case["config"].get("architectures") or ["LlamaForCausalLM"])[0]
+        if arch not in _LLAMA_SKELETON_ARCHS and options["weight_loader"] != "legacy":
+            # their modules read srt/environ.py's real defaults (the legacy loaders)
+            raise SystemExit(f"{case['name']}: only the legacy loader is modelled for {arch}")
+        radix = self._radix(code, arch)
+        layer_names = self._layer_names(case["config"], arch, radix)
         model_dtype = _DTYPES[options["model_dtype"]]
         code.logger.reset()
         code.print_warning_once.cache_clear()
@@ -1543,7 +1639,7 @@ class Oracle:
             "group": case["group"],
             "description": case["description"],
             "options": dict(options),
-            "architecture": "LlamaForCausalLM",
+            "architecture": arch,
             "quant_method": None,
             "quant_config": None,
             "kv_cache_dtype": None,
@@ -1583,17 +1679,23 @@ class Oracle:
                     return all_error(fmt_exc(e))
 
                 def fresh_model() -> nn.Module:
-                    return code.models["LlamaForCausalLM"](
+                    llama = code.models["LlamaForCausalLM"](
                         config=model_config.hf_config, quant_config=quant_config
                     )
+                    if arch == "LlamaForCausalLM":
+                        return llama
+                    return self._arch_model(code, arch, radix, llama, case["config"])
 
                 try:
                     model = fresh_model()
                 except Exception as e:
                     return all_error(fmt_exc(e))
-                built = [m for m in model.modules() if isinstance(m, code.RadixAttention)]
-                names = [n for n, m in model.named_modules() if isinstance(m, code.RadixAttention)]
-                if names != layer_names or len(built) != len(layer_names):
+                names = [
+                    n
+                    for n, m in model.named_modules()
+                    if isinstance(m, code.RadixAttention) and n.endswith("." + radix[0])
+                ]
+                if names != layer_names:
                     raise AssertionError(f"{case['name']}: skeleton {names} != {layer_names}")
                 out["engine_warnings"] = code.logger.take()
                 # ModelRunner.configure_kv_cache_dtype (it runs after loading; it reads only
@@ -1614,8 +1716,9 @@ class Oracle:
                 out["engine_warnings"] += code.logger.take()
                 files = self._weight_files(code, d)
                 for lname in layer_names:
+                    companions = [lname.removesuffix(radix[0]) + r for r in radix[1:]]
                     out["layers"].append(
-                        self._run_layer(code, fresh_model, files, lname, options, out)
+                        self._run_layer(code, fresh_model, files, lname, options, out, companions)
                     )
             finally:
                 torch.set_default_dtype(old)
@@ -1629,7 +1732,10 @@ class Oracle:
         lname: str,
         options: dict[str, str],
         out: dict[str, Any],
+        companions: Sequence[str] = (),
     ) -> dict[str, Any]:
+        """``companions``: the layer's other RadixAttention modules (DeepSeek MLA's
+        attn_mha beside attn_mqa), recorded apart (information only)."""
         idx = _layer_index(lname)
         rec: dict[str, Any] = {"name": lname, "error": None}
         code.print_warning_once.cache_clear()
@@ -1672,6 +1778,9 @@ class Oracle:
             rec["state_at_error"] = {k: values[k] for k in VALUE_FIELDS}
         rec.update(self._load_report(tracker, idx))
         rec["warnings"] = post_warnings + code.logger.take()
+        if companions:
+            modules = dict(model.named_modules())
+            rec["companions"] = {c: self._layer_values(modules[c]) for c in companions}
         return rec
 
     @staticmethod
@@ -1734,7 +1843,7 @@ class Oracle:
             "provenance": {
                 "engine": "sglang",
                 "sglang_version": self.tree.version(),
-                "sglang_sources_sha256": dict(sorted(self.tree.used.items())),
+                "sglang_sources_sha256": dict(sorted(self._used().items())),
                 "torch_version": torch.__version__,
                 "python_version": _pyplatform.python_version(),
                 "generator": "tests/parity/sglang_oracle.py",

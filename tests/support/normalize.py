@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
-from kvscale.inspect import ScaleReport, inspect_checkpoint
+from kvscale.core.inspect import ScaleReport, inspect_checkpoint
 from kvscale.io.safetensors import read_header
 from kvscale.options import EngineOptions
 from support.checkpoints import llama_config

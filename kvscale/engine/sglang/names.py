@@ -93,3 +93,103 @@ def _kv(name: str, suffix: str, is_param: Callable[[str], bool]) -> Remapped:
             f"name in the model (e.g. {target}). {suffix} is not loaded.",
         )
     return Remapped(target)
+
+
+# ------------------------------------------------------------------------------------------
+# Other architectures: their own load_weights (``architectures.py``, generated)
+# ------------------------------------------------------------------------------------------
+
+Recorded = tuple[str, str | None, int | None]
+"""``(kind, target, message)`` as ``architectures.py`` records one probe: kind ``load`` /
+``drop`` / ``raise``; target the parameter (templated); message an index into its
+``MESSAGES`` (templated), or None (nothing logged)."""
+
+
+@dataclass(frozen=True)
+class LoaderClass:
+    """What one group of architectures' ``load_weights`` does with each naming convention
+    (recorded by running SGLang's code; ``tests/parity/sglang_architectures.py``)."""
+
+    family: str
+    """``remap-first`` (``maybe_remap_kv_scale_name`` before the stacked q/k/v -> qkv_proj
+    rename, like Llama), ``remap-after-stacked`` (the rename runs first, the remap only on
+    names it left alone), ``no-remap`` (only a parameter's own name loads) or ``attn-mqa``
+    (DeepSeek: ``k_proj`` -> ``attn_mqa`` for k/v scales)."""
+    missing: str
+    """What a name no parameter takes does: ``warns`` (a log line), ``silent``, ``raises``
+    (``params_dict[name]`` without a check: KeyError, the model does not load)."""
+    k_proj: str
+    """What ModelOpt's ``<prefix>.k_proj.k_scale`` does with KV-scale parameters: ``load``,
+    ``drop`` or ``raise`` (the stacked rename to ``qkv_proj`` and an unchecked lookup)."""
+    kv: dict[str, Recorded]
+    """Per probe tail: the outcome when the layer has KV-scale parameters (a KV method)."""
+    nokv_differs: dict[str, Recorded]
+    """Per probe tail: the outcome without KV-scale parameters, where it differs."""
+
+    def outcome(self, tail: str, has_params: bool) -> Recorded | None:
+        if not has_params and tail in self.nokv_differs:
+            return self.nokv_differs[tail]
+        return self.kv.get(tail)
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One registered architecture: its loader class and its RadixAttention names."""
+
+    loader: str
+    radix: tuple[str, ...]
+    site: str
+    """file:line (under ``srt/models/``) of the ``load_weights`` the class inherits or defines."""
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Where an architecture's loader sends one checkpoint name."""
+
+    kind: str
+    """``load`` / ``drop`` / ``raise``."""
+    target: str | None
+    """The parameter (``load``), or the name the loader looked up."""
+    message: str | None
+    """What SGLang logs (``drop``) or raises (``raise``), for this tensor."""
+    message_template: str | None
+    """The same with ``<prefix>`` / ``<name>`` for the tensor's parts (shared by tensors of
+    the same cause)."""
+
+
+def substitute(text: str, prefix: str, name: str) -> str:
+    """Fill a recorded template: ``{prefix}`` the attention prefix, ``{layer}`` its decoder
+    layer, ``{name}`` the tensor's name."""
+    layer = prefix.rsplit(".", 1)[0]
+    return text.replace("{prefix}", prefix).replace("{layer}", layer).replace("{name}", name)
+
+
+def generic(text: str) -> str:
+    return (
+        text.replace("{prefix}", "<prefix>")
+        .replace("{layer}", "<layer>")
+        .replace("{name}", "<name>")
+    )
+
+
+def route_recorded(
+    loader: LoaderClass,
+    messages: tuple[str, ...],
+    tail: str,
+    prefix: str,
+    name: str,
+    has_params: bool,
+) -> Routing | None:
+    """A recorded outcome for ``name`` = ``<prefix>.<tail>``; None when ``tail`` is not a
+    probed convention."""
+    got = loader.outcome(tail, has_params)
+    if got is None:
+        return None
+    kind, target, index = got
+    template = None if index is None else messages[index]
+    return Routing(
+        kind,
+        None if target is None else substitute(target, prefix, name),
+        None if template is None else substitute(template, prefix, name),
+        None if template is None else generic(template),
+    )

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from kvscale.calibrate.hook import (
+from kvscale.core.calibrate.hook import (
     HookError,
     RecordingCache,
     attention_hook,

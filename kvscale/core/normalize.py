@@ -56,6 +56,7 @@ from pathlib import Path
 
 from kvscale import __version__, scales_file
 from kvscale.conventions import NORMALIZED_MARK, Convention
+from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
     KINDS,
     EnginePath,
@@ -68,7 +69,6 @@ from kvscale.engine.base import (
 )
 from kvscale.errors import InputError, RefusedError
 from kvscale.floats import decode_values, max_nan
-from kvscale.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.io.checkpoint import Checkpoint
 from kvscale.io.checkpoint_copy import (
     ShardEdit,
@@ -105,6 +105,8 @@ class NormalizeOptions:
     write: WriteOptions = field(default_factory=WriteOptions)
     revision: str | None = None
     """Revision of a Hub checkpoint (``--revision``)."""
+    sglang_json: bool = False
+    """Also write SGLang's ``--quantization-param-path`` JSON (``--format sglang-json``)."""
 
 
 @dataclass(frozen=True)
@@ -383,15 +385,17 @@ def plan_normalize(
                 )
             )
     if report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales:
-        kv_dtype = "fp8"
-        values_report = resolve_again(values_report, replace(report.options, kv_cache_dtype="fp8"))
+        kv_dtype = engine.fp8_kv_cache_dtype
+        values_report = resolve_again(
+            values_report, replace(report.options, kv_cache_dtype=kv_dtype)
+        )
         warnings.append(
             _warning(
                 "kv-dtype-promoted",
                 f"the effective KV-cache dtype {report.kv_cache_dtype} does not use k/v scales; "
-                "the values written are those of --kv-cache-dtype fp8 (the engine ignores k/v "
-                f"with {report.kv_cache_dtype}, so loading the copy is unchanged, and the "
-                "calibrated scales stay usable with fp8)",
+                f"the values written are those of --kv-cache-dtype {kv_dtype} (the engine "
+                f"ignores k/v with {report.kv_cache_dtype}, so loading the copy is unchanged, "
+                f"and the calibrated scales stay usable with {kv_dtype})",
             )
         )
     platform = report.platform
@@ -597,9 +601,44 @@ def plan_normalize(
     jobs = (
         FileJob(scales_file.TENSORS_NAME, "generated", len(st_blob), data=st_blob),
         FileJob(scales_file.JSON_NAME, "generated", len(json_blob), data=json_blob),
+        *_sglang_param_jobs(plan, warnings, blocking),
         *copy_jobs,
     )
-    return replace(plan, files=jobs)
+    return replace(plan, files=jobs, warnings=tuple(warnings), blocking=tuple(blocking))
+
+
+def _sglang_param_jobs(
+    plan: NormalizePlan, warnings: list[Problem], blocking: list[Problem]
+) -> list[FileJob]:
+    """``--format sglang-json``: SGLang's ``--quantization-param-path`` file, when asked."""
+    if not plan.options.sglang_json:
+        return []
+    from kvscale.conventions import layer_index
+    from kvscale.engine.sglang.param_path import FILE_NAME, quantization_param_json
+
+    shape = plan.report.shape
+    rows = []
+    for layer in plan.layers:
+        index = layer_index(layer.name)
+        k, v = layer.device.get("k_scale"), layer.device.get("v_scale")
+        if index is None or layer.skipped or k is None or v is None:
+            continue
+        rows.append((index, layer.name, max_nan(_flat(k)), max_nan(_flat(v))))
+    try:
+        made = quantization_param_json(shape.model_type, shape.num_hidden_layers or 0, rows)
+    except ValueError as exc:
+        blocking.append(_error("sglang-json-incomplete", str(exc)))
+        return []
+    if made.disagree:
+        name, k, v = made.disagree[0]
+        warnings.append(
+            _warning(
+                "json-scales-disagree",
+                f"{len(made.disagree)} layer(s) have k != v (e.g. {name}: k {k!r}, v {v!r}); "
+                f"{FILE_NAME} holds one scale per layer, max(k, v), for both",
+            )
+        )
+    return [FileJob(FILE_NAME, "generated", len(made.data), data=made.data)]
 
 
 def _shard_edits(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvscale import __version__, scales_file
 from kvscale.conventions import NORMALIZED_MARK, Convention
+from kvscale.core.inspect import ScaleReport, resolve_checkpoint
 from kvscale.engine.base import (
     EnginePath,
     EngineSettings,
@@ -49,7 +50,6 @@ from kvscale.engine.config import (
 )
 from kvscale.errors import InternalCheckError, RefusedError, UsageError
 from kvscale.floats import decode_values
-from kvscale.inspect import ScaleReport, resolve_checkpoint
 from kvscale.io.checkpoint import Checkpoint, open_checkpoint
 from kvscale.io.checkpoint_copy import (
     ShardEdit,
@@ -71,9 +71,9 @@ from kvscale.options import EngineOptions
 from kvscale.problems import Problem, Severity, problem
 
 if TYPE_CHECKING:
-    from kvscale.calibrate.capture import CaptureResult
-    from kvscale.calibrate.data import CalibrationData
-    from kvscale.calibrate.model import LoadedModel
+    from kvscale.core.calibrate.capture import CaptureResult
+    from kvscale.core.calibrate.data import CalibrationData
+    from kvscale.core.calibrate.model import LoadedModel
 
 CHECKPOINT_DIR = "checkpoint"
 """The copy's directory inside ``--out``."""
@@ -304,8 +304,8 @@ def _capture(
     options: CalibrateOptions,
     phase: Callable[..., None],
 ) -> tuple[CalibrationData, CaptureResult, LoadedModelSummary]:
-    from kvscale.calibrate.capture import capture_kv_amax
-    from kvscale.calibrate.data import load_calibration_data
+    from kvscale.core.calibrate.capture import capture_kv_amax
+    from kvscale.core.calibrate.data import load_calibration_data
 
     calibration = load_calibration_data(
         Path(data),
@@ -336,8 +336,8 @@ def plan_calibration(
     progress: ProgressFn | None = None,
 ) -> CalibrationPlan:
     """Load, read, capture and decide everything; writes nothing (``write_calibration`` does)."""
-    from kvscale.calibrate.model import load_model
-    from kvscale.calibrate.scales import check_scale_options
+    from kvscale.core.calibrate.model import load_model
+    from kvscale.core.calibrate.scales import check_scale_options
 
     options = options or CalibrateOptions()
     out_path = Path(out)

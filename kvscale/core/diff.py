@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from kvscale.conventions import layer_sort_key
+from kvscale.core.inspect import ScaleReport, inspect_checkpoint
 from kvscale.engine import all_kv_cache_dtypes
 from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.errors import ConfigError
 from kvscale.floats import max_nan
-from kvscale.inspect import ScaleReport, inspect_checkpoint
 from kvscale.io.checkpoint import ProgressCallback
 from kvscale.options import EngineOptions, parse_platform
 from kvscale.scales_file import SCHEMA as SCALES_SCHEMA

@@ -40,15 +40,15 @@ from typing import Any
 
 import torch
 
-from kvscale.calibrate.hook import (
+from kvscale.core.calibrate.hook import (
     HookError,
     RecordingCache,
     attention_hook,
     cache_kwarg_name,
     quiet_transformers,
 )
-from kvscale.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
-from kvscale.calibrate.scales import check_scale_options, kv_scales
+from kvscale.core.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
+from kvscale.core.calibrate.scales import check_scale_options, kv_scales
 from kvscale.errors import UsageError
 from kvscale.kernel.formats import E4M3FN
 from kvscale.kernel.reference import clipped

@@ -29,7 +29,7 @@ Per layer and kind, on the *unquantized* run's K/V (the model's own activations:
 tensors ``calibrate`` measures and ``--activations-out`` saves, so ``verify --activations`` on
 that file reproduces these numbers): absmax, saturated fraction (``abs(f32(x) / scale) > fp8
 max``), underflow fraction (nonzero values stored as zero), relative RMS round-trip error, with
-the bytes ``quantize`` wrote; the definitions of ``kvscale.verify._stats``.
+the bytes ``quantize`` wrote; the definitions of ``kvscale.core.verify._stats``.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from typing import Any
 
 import torch
 
-from kvscale.calibrate.capture import ProgressCallback
-from kvscale.calibrate.hook import HookError, attention_hook, quiet_transformers
-from kvscale.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
+from kvscale.core.calibrate.capture import ProgressCallback
+from kvscale.core.calibrate.hook import HookError, attention_hook, quiet_transformers
+from kvscale.core.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
 from kvscale.errors import LimitExceededError, OutputError, UsageError
 from kvscale.kernel.formats import FP8_FORMATS, FP8Format
 from kvscale.kernel.reference import clipped
@@ -148,7 +148,7 @@ class _KindAcc:
 
     def add(self, x: torch.Tensor, deq: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> None:
         # x, deq: [T, H, D]; scale broadcastable ([H, 1] or scalar). Same formulas as
-        # kvscale.verify._stats, summed instead of averaged so that samples can stream.
+        # kvscale.core.verify._stats, summed instead of averaged so that samples can stream.
         xf = x.float()
         fin = torch.isfinite(xf)
         y = xf / scale

@@ -260,7 +260,7 @@ def load_target(
     options = options or EngineOptions()
     if Path(path).is_dir() and scales_file.json_path_of(path) is not None:
         return _load_scales_output(Path(path), options)
-    from kvscale.inspect import inspect_checkpoint
+    from kvscale.core.inspect import inspect_checkpoint
 
     report = inspect_checkpoint(path, options, revision=revision)
     layers: list[LayerScales] = []
@@ -683,8 +683,7 @@ def _check_pair(
         have, lack = ("k", "v") if value_src == "synthetic" else ("v", "k")
         raise InputError(
             path or "activations",
-            f"holds {layer}.{have} but no {layer}.{lack}: K and V of a layer are captured "
-            "together",
+            f"holds {layer}.{have} but no {layer}.{lack}: K and V of a layer are captured together",
         )
     if key.dtype != value.dtype:
         raise InputError(
@@ -931,9 +930,9 @@ def _run_model(
     1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
     import functools
 
-    from kvscale.calibrate.data import load_calibration_data
-    from kvscale.calibrate.evaluate import evaluate_model
-    from kvscale.calibrate.model import load_model
+    from kvscale.core.calibrate.data import load_calibration_data
+    from kvscale.core.calibrate.evaluate import evaluate_model
+    from kvscale.core.calibrate.model import load_model
     from kvscale.kernel.reference import quantize_to_bits
 
     assert options.model is not None
