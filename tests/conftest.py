@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+import typer.testing
 from support.checkpoints import (
     ct_config,
     fp8_config,
@@ -39,6 +41,26 @@ from support.checkpoints import (
 )
 from support.hostile import HostileRunner
 from support.hub_server import HubServer
+
+# --- typer's CliRunner builds the click command once ---------------------------------------------
+# ``CliRunner.invoke(app, ...)`` converts every command's signature to click parameters on each
+# call (~10 ms; a third of the suite's time over ~1,800 invocations). A click command is built
+# to be invoked many times (module-level click apps are), and the callbacks it wraps look up
+# kvscale's modules when they run, so monkeypatching those still reaches the command.
+
+_built_commands: dict[int, Any] = {}
+_build_command = typer.testing._get_command
+
+
+def _built_once(app: typer.Typer) -> Any:
+    key = id(app)
+    if key not in _built_commands:
+        _built_commands[key] = (app, _build_command(app))
+    return _built_commands[key][1]
+
+
+typer.testing._get_command = _built_once  # type: ignore[attr-defined]
+
 
 # --- fixtures -----------------------------------------------------------------------------------
 
@@ -83,7 +105,7 @@ def hostile(ckpt_kit: types.SimpleNamespace) -> HostileRunner:
 # --- remote reads: a loopback Hub (tests/support/hub_server.py) -----------------------------------
 # hub_env: an online, token-free Hub environment with an empty cache of the test's own and a guard
 # that fails any connection or name lookup that is not loopback; hub: a running HubServer with
-# HF_ENDPOINT pointing at it; fast: RemoteOptions whose every failure comes within a second.
+# HF_ENDPOINT pointing at it; fast: RemoteOptions whose every failure comes within seconds.
 
 _LOOPBACK_NAMES = frozenset(["localhost", "127.0.0.1", "::1"])
 
@@ -170,13 +192,14 @@ def hub(hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
 
 @pytest.fixture
 def fast() -> Any:
-    """Transport options for hostile servers: every failure within a second or so."""
+    """Transport options for hostile servers: every failure within a few seconds. (The read
+    timeout leaves room for a loaded 2-core machine, where a loopback answer has taken 0.5 s.)"""
     from kvscale.io.remote import RemoteOptions
 
     return RemoteOptions(
         connect_timeout=1.0,
-        read_timeout=0.5,
-        request_timeout=2.0,
+        read_timeout=2.0,
+        request_timeout=4.0,
         retries=2,
         backoff=0.01,
         max_retry_wait=0.5,

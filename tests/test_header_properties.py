@@ -217,15 +217,20 @@ def _adversarial(kind: str, size: int) -> bytes:
 
 @pytest.mark.parametrize(
     "kind",
-    [
-        "many-tensors",
-        "long-shape",
-        "metadata",
-        "empty-lists",
-        "empty-objects",
-        "nested-lists",
-        "empty-strings",
-        "floats",
+    # Each kind parses a 400 KB header under tracemalloc (about half a second): one in the
+    # default run, the rest with -m slow.
+    ["many-tensors"]
+    + [
+        pytest.param(kind, marks=pytest.mark.slow)
+        for kind in (
+            "long-shape",
+            "metadata",
+            "empty-lists",
+            "empty-objects",
+            "nested-lists",
+            "empty-strings",
+            "floats",
+        )
     ],
 )
 def test_memory_is_proportional_to_the_header(kind: str) -> None:

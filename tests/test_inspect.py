@@ -444,3 +444,40 @@ def test_inspect_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_inspect_of_a_local_path_imports_only_what_it_runs() -> None:
+    """Start-up is a pre-commit hook's cost (benchmarks/bench_startup.py): a local inspect
+    loads neither the remote reader nor the copy/staging machinery, nor another engine, and
+    typer builds only the command that runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, io, contextlib\n"
+        "sys.argv = ['kvscale', 'inspect', 'examples/llm-compressor-fp8']\n"
+        "import typer.main\n"
+        "built = []\n"
+        "real = typer.main.get_command_from_info\n"
+        "def counting(*args, **kw):\n"
+        "    info = args[0] if args else kw['command_info']\n"
+        "    built.append(info.callback.__name__)\n"
+        "    return real(*args, **kw)\n"
+        "typer.main.get_command_from_info = counting\n"
+        "from kvscale.__main__ import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), exc.code\n"
+        "heavy = ['torch', 'numpy', 'httpx', 'huggingface_hub', 'kvscale.io.remote',\n"
+        "         'kvscale.io.checkpoint_copy', 'kvscale.io.staging', 'kvscale.engine.sglang',\n"
+        "         'kvscale.engine.trtllm', 'kvscale.core.normalize', 'kvscale.core.verify']\n"
+        "print(sorted(m for m in heavy if m in sys.modules), built)\n"
+    )
+    root = Path(__file__).parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_COMPLETE")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env
+    )
+    assert out.stdout.strip() == "[] ['inspect']"

@@ -75,6 +75,7 @@ def test_formats_module_does_not_import_torch() -> None:
     assert "torch" not in imported and "triton" not in imported
 
 
+@pytest.mark.slow  # a fresh interpreter that imports torch: two seconds
 def test_package_imports_without_triton() -> None:
     code = (
         "import sys; sys.modules['triton'] = None\n"

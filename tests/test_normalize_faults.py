@@ -215,6 +215,7 @@ def test_sigkill_during_force_replacement(big: Any, tmp_path: Path) -> None:
     assert digest_tree(src) == src_digest
 
 
+@pytest.mark.slow  # waits for a copy to be under way in a subprocess: seconds
 def test_sigterm_cleans_up(big: Any, tmp_path: Path) -> None:
     src, src_digest, _ = big
     out = tmp_path / "out"
@@ -265,6 +266,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow  # mounts a real tmpfs and fills it (test_full_disk_simulated runs by default)
 def test_full_disk_real(big: Any, small_fs: Path) -> None:
     src, src_digest, _ = big
     out = small_fs / "out"
@@ -291,7 +293,10 @@ def _failing(after_bytes: int, code: int) -> Any:
     return copy_file_range
 
 
-@pytest.mark.parametrize("after_mb", [0, 3, 60])
+@pytest.mark.parametrize(
+    "after_mb",
+    [0, pytest.param(3, marks=pytest.mark.slow), pytest.param(60, marks=pytest.mark.slow)],
+)
 def test_full_disk_simulated(
     big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_mb: int
 ) -> None:

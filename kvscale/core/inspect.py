@@ -39,8 +39,7 @@ from kvscale.engine.config import ModelShape, find_quant_config, parse_model_sha
 from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
-from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef
-from kvscale.io.checkpoint_copy import input_paths
+from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, input_paths
 from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS

@@ -69,10 +69,9 @@ from kvscale.engine.base import (
 )
 from kvscale.errors import InputError, RefusedError
 from kvscale.floats import decode_values, max_nan
-from kvscale.io.checkpoint import Checkpoint
+from kvscale.io.checkpoint import Checkpoint, input_paths
 from kvscale.io.checkpoint_copy import (
     ShardEdit,
-    input_paths,
     plan_copy,
     scale_shards,
     scale_tensor,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -476,3 +477,140 @@ __all__ = [
     "open_checkpoint",
     "read_json_file",
 ]
+
+
+# What the input consists of: the paths an output must never replace (``staging.check_not_input``),
+# and the other files a copy carries along.
+
+SKIPPED_DIRS = frozenset([".git"])
+"""Version-control data is not checkpoint content (and can hold a second copy of the weights)."""
+
+
+def _containment_root(ckpt: Checkpoint) -> Path:
+    """Links may point anywhere inside this directory (a Hugging Face repository for a
+    snapshot, else the checkpoint directory itself)."""
+    root = Path(os.path.realpath(ckpt.root))
+    if ckpt.layout == "hf-cache":
+        # snapshots/<rev>/ -> the models--ORG--NAME directory that also holds blobs/.
+        return root.parent.parent
+    return root
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def other_files(
+    ckpt: Checkpoint, exclude: set[str]
+) -> tuple[list[tuple[str, Path, int]], list[tuple[str, str]]]:
+    """Every other file of the checkpoint as (relative path, source, mode), sorted; and what
+    is skipped, with why."""
+    files: list[tuple[str, Path, int]] = []
+    skipped: list[tuple[str, str]] = []
+    boundary = _containment_root(ckpt)
+    if ckpt.layout == "file":
+        for name in ("config.json", "hf_quant_config.json"):
+            path = ckpt.root / name
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((name, path, stat.S_IMODE(st.st_mode)))
+        return files, skipped
+    root = ckpt.root
+    for dirpath, dirnames, filenames in _walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        kept_dirs = []
+        for d in sorted(dirnames):
+            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+            full = Path(dirpath) / d
+            if d in SKIPPED_DIRS:
+                skipped.append((rel, "version-control data"))
+            elif full.is_symlink():
+                skipped.append((rel, "symbolic link to a directory"))
+            else:
+                kept_dirs.append(d)
+        dirnames[:] = kept_dirs
+        for f in sorted(filenames):
+            rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+            if rel in exclude:
+                continue
+            full = Path(dirpath) / f
+            if full.is_symlink() and not _within(Path(os.path.realpath(full)), boundary):
+                skipped.append((rel, "symbolic link to a file outside the checkpoint"))
+                continue
+            try:
+                st = os.stat(full)
+            except OSError:
+                skipped.append((rel, "dangling or looping symbolic link"))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                skipped.append((rel, "not a regular file"))
+                continue
+            files.append((rel, full, stat.S_IMODE(st.st_mode)))
+    return files, skipped
+
+
+MAX_DIR_DEPTH = 256
+"""Directory nesting inside a checkpoint that a copy follows (real ones have 1-3 levels; a
+1,000-level tree would exhaust the interpreter's recursion in os.walk on Python 3.11)."""
+
+
+def _walk(root: Path) -> list[tuple[str, list[str], list[str]]]:
+    """``os.walk(root)`` (top-down, the caller may prune ``dirnames``), without recursion and
+    with nesting bounded by ``MAX_DIR_DEPTH``; unreadable directories are an InputError."""
+    out: list[tuple[str, list[str], list[str]]] = []
+    stack = [(str(root), 0)]
+    while stack:
+        dirpath, depth = stack.pop()
+        if depth > MAX_DIR_DEPTH:
+            raise InputError(
+                dirpath,
+                f"directory nesting deeper than {MAX_DIR_DEPTH} levels inside the checkpoint",
+                hint="a checkpoint is a flat directory of shards and config files",
+            )
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    is_dir = entry.is_dir(follow_symlinks=True)
+                    (dirnames if is_dir else filenames).append(entry.name)
+        except OSError as exc:
+            raise InputError(exc.filename or dirpath, f"cannot read: {exc.strerror}") from None
+        out.append((dirpath, dirnames, filenames))
+        # Not descended into, as other_files reports them: version control, directory links.
+        for name in sorted(dirnames, reverse=True):
+            full = os.path.join(dirpath, name)
+            if name in SKIPPED_DIRS or os.path.islink(full):
+                continue
+            stack.append((full, depth + 1))
+    return out
+
+
+def input_paths(ckpt: Checkpoint, *, other: bool = False) -> list[Path]:
+    """Every path the input consists of (for ``staging.check_not_input``): the checkpoint as
+    given, its directory, every shard and the directory its real file lies in (an HF cache's
+    ``blobs/``), the config files; with ``other``, also the real path of every other file of the
+    checkpoint, links that point out of it included (a copy reads them, or skips them; neither
+    may find its target replaced by the output)."""
+    paths: list[Path] = [Path(ckpt.given)]
+    if ckpt.layout != "file":
+        # (A single file's directory is not the input: outputs may go beside it.)
+        paths += [ckpt.root, _containment_root(ckpt)]
+    for name in ckpt.files:
+        real = Path(os.path.realpath(ckpt.path_of(name)))
+        paths.append(ckpt.path_of(name))
+        paths.append(real)
+        if ckpt.layout != "file":
+            paths.append(real.parent)
+    for name in ("config.json", "hf_quant_config.json", INDEX_NAME):
+        path = ckpt.root / name
+        if os.path.lexists(path):
+            paths.append(Path(os.path.realpath(path)))
+    if other and ckpt.layout != "file":
+        files, skipped = other_files(ckpt, set(ckpt.files))
+        paths.extend(Path(os.path.realpath(src)) for _, src, _ in files)
+        paths.extend(Path(os.path.realpath(ckpt.root / rel)) for rel, _ in skipped)
+    return paths

@@ -12,11 +12,21 @@ from kvscale.errors import UsageError
 from kvscale.io.checkpoint import Checkpoint, ProgressCallback, open_checkpoint
 
 
+def _may_be_remote(given: str) -> bool:
+    """A cheap first look, so that a local path never imports ``kvscale.io.remote`` (its
+    import is a noticeable part of a pre-commit hook's start-up): ``remote_spec`` decides."""
+    if given.startswith("hf://") or given[:8].lower().startswith(("https://", "http://")):
+        return True
+    return given.count("/") == 1 and not os.path.lexists(given)
+
+
 def is_remote(given: str | os.PathLike[str]) -> bool:
-    """``given`` names a Hub repository or a URL (cheap: nothing is imported or read)."""
+    """``given`` names a Hub repository or a URL (nothing is read)."""
+    if not isinstance(given, str) or not _may_be_remote(given):
+        return False
     from kvscale.io.remote import remote_spec
 
-    return isinstance(given, str) and remote_spec(given) is not None
+    return remote_spec(given) is not None
 
 
 def open_input(
@@ -31,7 +41,7 @@ def open_input(
     ``local_only``: what needs a local copy (e.g. ``"normalize --checkpoint"``); a remote input
     is then a usage error that says how to get one.
     """
-    if isinstance(given, str):
+    if isinstance(given, str) and _may_be_remote(given):
         from kvscale.io.remote import open_remote, remote_spec
 
         spec = remote_spec(given)

@@ -50,10 +50,9 @@ from kvscale.engine.config import (
 )
 from kvscale.errors import InternalCheckError, RefusedError, UsageError
 from kvscale.floats import decode_values
-from kvscale.io.checkpoint import Checkpoint, open_checkpoint
+from kvscale.io.checkpoint import Checkpoint, input_paths, open_checkpoint
 from kvscale.io.checkpoint_copy import (
     ShardEdit,
-    input_paths,
     plan_copy,
     scale_shards,
     scale_tensor,
