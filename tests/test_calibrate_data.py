@@ -275,7 +275,7 @@ def test_devices_and_directories_are_refused(tmp_path: Path) -> None:
         f"{tmp_path}: cannot read calibration data: a directory, not a regular file"
     )
     missing = tmp_path / "nope.jsonl"
-    assert refused(missing) == f"{missing}: cannot read calibration data: no such file"
+    assert refused(missing) == f"{missing}: cannot read calibration data: no such file or directory"
 
 
 def test_size_limit_and_its_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

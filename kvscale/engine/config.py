@@ -10,6 +10,7 @@ value is refused once, with the file's name.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -244,7 +245,13 @@ def kv_only_quantization_config(strategy: str) -> dict[str, Any]:
     }
 
 
-# --- Quark's layer-name globs ---------------------------------------------------------------------
+def brief_json(value: Any) -> str:
+    """A config value quoted in a declaration or refusal: compact JSON, at most 100 characters."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+# --- Quark's export config and layer-name globs -----------------------------------------------
 
 
 class GlobSet:
@@ -280,3 +287,65 @@ class GlobSet:
 
 
 _GLOB_SPECIAL = re.compile(r"[*?\[]")
+
+
+def quark_kv_cache_group(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(declaration, refusal) of a Quark quantization_config's KV cache: ``QuarkConfig.from_config``
+    and ``QuarkKVCacheMethod.validate_kv_cache_config``. One function for both engines: SGLang
+    0.5.23's ``srt/layers/quantization/quark/quark.py`` ports vLLM 0.33.0's
+    ``model_executor/layers/quantization/quark/quark.py`` with the same checks, in the same order,
+    and the same messages (each parity oracle runs its engine's own copy against this)."""
+    export = qc.get("export")
+    if not isinstance(export, Mapping):
+        return None, (
+            "ValueError: The export key should be included in the configurations of Quark "
+            "quantized model"
+        )
+    group = export.get("kv_cache_group")
+    if group is None:
+        # QuarkConfig.from_config calls len(kv_cache_group) on whatever the export holds.
+        return (
+            None,
+            "TypeError: object of type 'NoneType' has no len() (Quark export.kv_cache_group)",
+        )
+    if not group:
+        return None, None
+    if not isinstance(group, list) or not all(isinstance(p, str) for p in group):
+        return None, "TypeError: Quark export.kv_cache_group must be a list of patterns"
+    layer_cfg = qc.get("layer_quant_config")
+    if not isinstance(layer_cfg, Mapping):
+        return f"Quark kv_cache_group {group}", (
+            "AttributeError: Quark quantization_config has no layer_quant_config object"
+        )
+    names = list(layer_cfg)
+    globs = GlobSet(group)
+    declared = f"Quark kv_cache_group {group}"
+    if not (set(group).issubset(names) or any(globs.matches(n) for n in names)):
+        return declared, (
+            "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
+            "but no kv_cache quantization settings were found in the quantization configuration."
+        )
+    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
+    outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
+    if any(o != outputs[0] for o in outputs):
+        return declared, (
+            "ValueError: The quantization method used for kv_cache should be the same, but the "
+            "quantization method for the kv_cache layer in the config is different."
+        )
+    kv = outputs[0] if outputs else None
+    if kv is None:
+        return declared, "ValueError: The kv_cache quantization configuration is empty."
+    if not isinstance(kv, Mapping):
+        return declared, "AttributeError: Quark kv_cache output_tensors must be an object"
+    declared = f"Quark kv_cache_group {group} output_tensors {brief_json(kv)}"
+    if kv.get("dtype") != "fp8_e4m3":
+        return declared, (
+            "NotImplementedError: Currently supported kv cache quantization is dtype=fp8_e4m3, "
+            f"however received {kv.get('dtype')}"
+        )
+    if kv.get("qscheme") != "per_tensor":
+        return declared, (
+            "NotImplementedError: Only support per-tensor scaling factor for quark KV cache. "
+            f"Expected qscheme: per_tensor, found qscheme: {kv.get('qscheme')}"
+        )
+    return declared, None

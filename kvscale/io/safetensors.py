@@ -407,12 +407,12 @@ _ERRNO_TEXT = {
 }
 
 
-def os_error(path: Path, exc: OSError) -> InputError:
-    """Turn an OSError into a one-line InputError naming the file."""
+def os_error(path: Path, exc: OSError, what: str = "") -> InputError:
+    """Turn an OSError into a one-line InputError naming the file (``cannot read WHAT: why``)."""
     reason = _ERRNO_TEXT.get(exc.errno or 0) or exc.strerror or type(exc).__name__
     if exc.errno == errno.ENOENT and os.path.islink(path):
         reason = f"dangling symlink (its target {quote(_readlink(path))} does not exist)"
-    return InputError(path, f"cannot read: {reason}")
+    return InputError(path, f"cannot read{' ' + what if what else ''}: {reason}")
 
 
 def _readlink(path: Path) -> str:
@@ -444,23 +444,27 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """Open a regular file for reading without ever blocking; anything else is an InputError.
+def open_regular(path: Path, what: str = "") -> tuple[int, os.stat_result]:
+    """Open a regular file for reading without ever blocking; anything else is an InputError
+    (``cannot read WHAT: ...``).
 
     The caller owns (and must close) the returned descriptor.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
-        raise os_error(path, exc) from None
+        raise os_error(path, exc, what) from None
     try:
         st = os.fstat(fd)
     except OSError as exc:
         os.close(fd)
-        raise os_error(path, exc) from None
+        raise os_error(path, exc, what) from None
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise InputError(path, f"cannot read: {_file_kind(st.st_mode)}, not a regular file")
+        kind = _file_kind(st.st_mode)
+        raise InputError(
+            path, f"cannot read{' ' + what if what else ''}: {kind}, not a regular file"
+        )
     return fd, st
 
 

@@ -28,17 +28,16 @@ memory stays proportional to what is tokenized.
 from __future__ import annotations
 
 import codecs
-import errno
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from kvscale.errors import InputError, LimitExceededError, UsageError
+from kvscale.io.safetensors import open_regular, os_error
 from kvscale.limits import MAX_DATA_BYTES
 
 __all__ = [
@@ -54,15 +53,6 @@ TEXT_BLOCK_CHARS = 1 << 20
 """Characters of plain text handed to the tokenizer at once (then cut at a line start)."""
 
 _CHUNK_BYTES = 1 << 20
-
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_CLOEXEC", 0)
-    # Opening a FIFO for reading blocks until a writer appears; O_NONBLOCK returns at once and
-    # fstat then refuses it (the same flags as kvscale's safetensors reader).
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-)
 
 
 class TextEncoder(Protocol):
@@ -115,31 +105,7 @@ class CalibrationData:
 # --- bounded streaming read ---------------------------------------------------------------------
 
 
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def _os_error(path: Path, exc: OSError) -> InputError:
-    reason = (
-        {
-            errno.ENOENT: "no such file",
-            errno.EACCES: "permission denied",
-            errno.EISDIR: "is a directory",
-            errno.ELOOP: "too many levels of symbolic links",
-            errno.EIO: "input/output error",
-        }.get(exc.errno or 0)
-        or exc.strerror
-        or type(exc).__name__
-    )
-    return InputError(path, f"cannot read calibration data: {reason}")
+_WHAT = "calibration data"
 
 
 class _Reader:
@@ -150,20 +116,7 @@ class _Reader:
         self.cap = MAX_DATA_BYTES.value()
         self.digest = hashlib.sha256()
         self.size = 0
-        try:
-            self.fd = os.open(path, _OPEN_FLAGS)
-        except OSError as exc:
-            raise _os_error(path, exc) from None
-        try:
-            st = os.fstat(self.fd)
-        except OSError as exc:
-            os.close(self.fd)
-            raise _os_error(path, exc) from None
-        if not stat.S_ISREG(st.st_mode):
-            os.close(self.fd)
-            raise InputError(
-                path, f"cannot read calibration data: {_file_kind(st.st_mode)}, not a regular file"
-            )
+        self.fd, st = open_regular(path, _WHAT)
         if st.st_size > self.cap:
             os.close(self.fd)
             self._too_big(st.st_size)
@@ -178,7 +131,7 @@ class _Reader:
             try:
                 chunk = os.read(self.fd, _CHUNK_BYTES)
             except OSError as exc:
-                raise _os_error(self.path, exc) from None
+                raise os_error(self.path, exc, _WHAT) from None
             if not chunk:
                 return
             self.size += len(chunk)

@@ -18,12 +18,17 @@ Paths are inside the 0.5.23 wheel (``sglang/``); the parity oracle
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from kvscale.engine.base import EnginePath, QuantConfig
-from kvscale.engine.config import GlobSet, ModelShape, RawQuantConfig, dtype_alias
+from kvscale.engine.config import (
+    ModelShape,
+    RawQuantConfig,
+    brief_json,
+    dtype_alias,
+    quark_kv_cache_group,
+)
 from kvscale.errors import UsageError
 
 KV_CACHE_DTYPES = (
@@ -43,11 +48,6 @@ FP8_KV_CACHE_DTYPES = frozenset(["fp8_e4m3", "fp8_e5m2"])
 
 _ACTIVATION_DTYPE_CHECKED = frozenset(["fp8", "modelopt_fp8", "compressed-tensors", "quark"])
 """Quant methods whose ``get_supported_act_dtypes`` lists only bfloat16 and float16."""
-
-
-def _brief(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def _ct_scheme_supported(scheme: Mapping[str, Any]) -> bool:
@@ -106,63 +106,6 @@ def _modelopt(qc: Mapping[str, Any]) -> tuple[str | None, Any, str | None]:
     )
 
 
-def _quark(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(declaration, refusal) of a Quark config: ``QuarkConfig.from_config`` and
-    ``QuarkKVCacheMethod.validate_kv_cache_config`` (``quark.py:623-667, 1426-1439``)."""
-    export = qc.get("export")
-    if not isinstance(export, Mapping):
-        return None, (
-            "ValueError: The export key should be included in the configurations of Quark "
-            "quantized model"
-        )
-    group = export.get("kv_cache_group")
-    if group is None:
-        return None, (
-            "TypeError: object of type 'NoneType' has no len() (Quark export.kv_cache_group)"
-        )
-    if not group:
-        return None, None
-    if not isinstance(group, list) or not all(isinstance(p, str) for p in group):
-        return None, "TypeError: Quark export.kv_cache_group must be a list of patterns"
-    layer_cfg = qc.get("layer_quant_config")
-    declared = f"Quark kv_cache_group {group}"
-    if not isinstance(layer_cfg, Mapping):
-        return declared, (
-            "AttributeError: Quark quantization_config has no layer_quant_config object"
-        )
-    names = list(layer_cfg)
-    globs = GlobSet(group)
-    if not (set(group).issubset(names) or any(globs.matches(n) for n in names)):
-        return declared, (
-            "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
-            "but no kv_cache quantization settings were found in the quantization configuration."
-        )
-    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
-    outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
-    if any(o != outputs[0] for o in outputs):
-        return declared, (
-            "ValueError: The quantization method used for kv_cache should be the same, but the "
-            "quantization method for the kv_cache layer in the config is different."
-        )
-    kv = outputs[0] if outputs else None
-    if kv is None:
-        return declared, "ValueError: The kv_cache quantization configuration is empty."
-    if not isinstance(kv, Mapping):
-        return declared, "AttributeError: Quark kv_cache output_tensors must be an object"
-    declared = f"Quark kv_cache_group {group} output_tensors {_brief(kv)}"
-    if kv.get("dtype") != "fp8_e4m3":
-        return declared, (
-            "NotImplementedError: Currently supported kv cache quantization is dtype=fp8_e4m3, "
-            f"however received {kv.get('dtype')}"
-        )
-    if kv.get("qscheme") != "per_tensor":
-        return declared, (
-            "NotImplementedError: Only support per-tensor scaling factor for quark KV cache. "
-            f"Expected qscheme: per_tensor, found qscheme: {kv.get('qscheme')}"
-        )
-    return declared, None
-
-
 def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
     """The quant method, KV method and refusals, the way SGLang 0.5.23 reads them."""
     if raw is None or raw.key == "text_config.quantization_config":
@@ -186,13 +129,13 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
         method, kv_algo, refusal = _modelopt(qc)
         kv_method = bool(kv_algo) and refusal is None
         if kv_algo:
-            declaration = f"ModelOpt KV cache {_brief(kv_algo)}"
+            declaration = f"ModelOpt KV cache {brief_json(kv_algo)}"
     elif method == "fp8":
         kv_method = True
         kv_algo = qc.get("kv_cache_quant_algo")
         scheme = qc.get("kv_cache_scheme")
         if scheme is not None:
-            declaration = f"fp8 kv_cache_scheme {_brief(scheme)}"
+            declaration = f"fp8 kv_cache_scheme {brief_json(scheme)}"
         activation = qc.get("activation_scheme")
         if "activation_scheme" not in qc:
             refusal = (
@@ -204,7 +147,7 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
     elif method == "compressed-tensors":
         scheme = qc.get("kv_cache_scheme")
         if isinstance(scheme, Mapping):
-            declaration = f"compressed-tensors kv_cache_scheme {_brief(scheme)}"
+            declaration = f"compressed-tensors kv_cache_scheme {brief_json(scheme)}"
             if _ct_scheme_supported(scheme):
                 kv_method, kv_algo = True, "FP8"
             else:
@@ -214,11 +157,11 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
                     "symmetric per-tensor FP8 scales are supported."
                 )
         elif scheme is not None:
-            declaration = f"compressed-tensors kv_cache_scheme {_brief(scheme)}"
+            declaration = f"compressed-tensors kv_cache_scheme {brief_json(scheme)}"
             ignored = f"Ignoring compressed-tensors kv_cache_scheme {scheme}"
     elif method == "quark":
         kv_method = True  # quark.py:523-525: every attention layer, even an empty kv_cache_group
-        declaration, refusal = _quark(qc)
+        declaration, refusal = quark_kv_cache_group(qc)
     family = method
     if method is not None and method.startswith("modelopt"):
         family = "modelopt"

@@ -18,12 +18,17 @@ Mirrors:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from kvscale.engine.base import EnginePath, QuantConfig
-from kvscale.engine.config import GlobSet, ModelShape, RawQuantConfig, dtype_alias
+from kvscale.engine.config import (
+    ModelShape,
+    RawQuantConfig,
+    brief_json,
+    dtype_alias,
+    quark_kv_cache_group,
+)
 from kvscale.errors import UsageError
 
 KV_CACHE_DTYPES = (
@@ -119,18 +124,18 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
         kv_scheme = qc.get("kv_cache_scheme")
         has_groups = "config_groups" in qc
         if kv_scheme is not None:
-            declaration = f"compressed-tensors kv_cache_scheme {_brief(kv_scheme)}"
+            declaration = f"compressed-tensors kv_cache_scheme {brief_json(kv_scheme)}"
             auto_dtype = "fp8"  # Attention.__init__: a kv_cache_scheme turns "auto" into "fp8"
             refusal = refusal or _validate_ct_scheme(kv_scheme)
     elif family == "modelopt":
         auto_dtype, declaration = _modelopt_kv_dtype(qc)
     elif family == "quark":
-        declaration, quark_refusal = _quark_kv(qc)
+        declaration, quark_refusal = quark_kv_cache_group(qc)
         refusal = refusal or quark_refusal
     elif family == "fp8":
         scheme = qc.get("kv_cache_scheme")
         if scheme is not None:
-            declaration = f"fp8 kv_cache_scheme {_brief(scheme)}"
+            declaration = f"fp8 kv_cache_scheme {brief_json(scheme)}"
         if "activation_scheme" not in qc:
             # Fp8Config.from_config: get_from_keys(config, ["activation_scheme"]) is required.
             refusal = refusal or (
@@ -150,11 +155,6 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
         auto_kv_cache_dtype=auto_dtype,
         refusal=refusal,
     )
-
-
-def _brief(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def _validate_ct_scheme(scheme: Any) -> str | None:
@@ -203,7 +203,7 @@ def _modelopt_kv_dtype(qc: Mapping[str, Any]) -> tuple[str, str | None]:
     )
     if kv_algo is None:
         return "auto", None
-    declaration = f"ModelOpt KV cache {_brief(kv_algo)}"
+    declaration = f"ModelOpt KV cache {brief_json(kv_algo)}"
     if isinstance(kv_algo, Mapping):
         # Only an explicitly static (dynamic: false) 8-bit float scheme counts; the dict becomes
         # the string "fp8" (or "nvfp4") and then goes through the same string map below.
@@ -220,64 +220,6 @@ def _modelopt_kv_dtype(qc: Mapping[str, Any]) -> tuple[str, str | None]:
     if isinstance(kv_algo, str):
         return _MODELOPT_KV_MAP.get(kv_algo.lower(), "auto"), declaration
     return "auto", declaration
-
-
-def _quark_kv(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """``QuarkConfig.from_config`` + ``QuarkKVCacheMethod.validate_kv_cache_config``."""
-    export = qc.get("export")
-    if not isinstance(export, Mapping):
-        return None, (
-            "ValueError: The export key should be included in the configurations of Quark "
-            "quantized model"
-        )
-    group = export.get("kv_cache_group")
-    if group is None:
-        # QuarkConfig.from_config calls len(kv_cache_group) on whatever the export holds.
-        return (
-            None,
-            "TypeError: object of type 'NoneType' has no len() (Quark export.kv_cache_group)",
-        )
-    if not group:
-        return None, None
-    if not isinstance(group, list) or not all(isinstance(p, str) for p in group):
-        return None, "TypeError: Quark export.kv_cache_group must be a list of patterns"
-    layer_cfg = qc.get("layer_quant_config")
-    if not isinstance(layer_cfg, Mapping):
-        return f"Quark kv_cache_group {group}", (
-            "AttributeError: Quark quantization_config has no layer_quant_config object"
-        )
-    names = list(layer_cfg)
-    globs = GlobSet(group)
-    declared = f"Quark kv_cache_group {group}"
-    if not (set(group).issubset(names) or any(globs.matches(n) for n in names)):
-        return declared, (
-            "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
-            "but no kv_cache quantization settings were found in the quantization configuration."
-        )
-    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
-    outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
-    if any(o != outputs[0] for o in outputs):
-        return declared, (
-            "ValueError: The quantization method used for kv_cache should be the same, but the "
-            "quantization method for the kv_cache layer in the config is different."
-        )
-    kv = outputs[0] if outputs else None
-    if kv is None:
-        return declared, "ValueError: The kv_cache quantization configuration is empty."
-    if not isinstance(kv, Mapping):
-        return declared, "AttributeError: Quark kv_cache output_tensors must be an object"
-    declared = f"Quark kv_cache_group {group} output_tensors {_brief(kv)}"
-    if kv.get("dtype") != "fp8_e4m3":
-        return declared, (
-            "NotImplementedError: Currently supported kv cache quantization is dtype=fp8_e4m3, "
-            f"however received {kv.get('dtype')}"
-        )
-    if kv.get("qscheme") != "per_tensor":
-        return declared, (
-            "NotImplementedError: Only support per-tensor scaling factor for quark KV cache. "
-            f"Expected qscheme: per_tensor, found qscheme: {kv.get('qscheme')}"
-        )
-    return declared, None
 
 
 def effective_kv_cache_dtype(requested: str, quant: QuantConfig) -> str:
