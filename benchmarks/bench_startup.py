@@ -30,12 +30,16 @@ TARGET_S = 0.15
 
 def programs() -> dict[str, list[str]]:
     py = sys.executable
-    return {
+    out = {
         "python -c pass": [py, "-c", "pass"],
         "import typer, rich.table": [py, "-c", "import typer, rich.console, rich.table"],
         "kvscale inspect EXAMPLE": [py, "-m", "kvscale", "inspect", str(EXAMPLE)],
         "kvscale inspect EXAMPLE --json": [py, "-m", "kvscale", "inspect", str(EXAMPLE), "--json"],
     }
+    script = Path(py).parent / "kvscale"
+    if script.exists():  # the installed console script, as a pre-commit hook runs it
+        out["(console script) inspect EXAMPLE"] = [str(script), "inspect", str(EXAMPLE)]
+    return out
 
 
 def run_once(cmd: list[str], env: dict[str, str]) -> float:
