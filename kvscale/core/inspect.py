@@ -9,7 +9,6 @@ own rules come from ``options.rules`` (``kvscale/engine/<name>``); layer enumera
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -73,7 +72,6 @@ class ScaleReport:
     problems: tuple[Problem, ...]
     unmapped: tuple[UnmappedTensor, ...] = ()
     rounding: Rounding | None = None
-    fingerprint: Mapping[str, object] = field(default_factory=dict)
     weight_dtypes: frozenset[str] = frozenset()
     refused_by: Mapping[str, tuple[UnmappedTensor, str]] = field(default_factory=dict)
     """Engine layer -> the unplaced tensor whose loading fails it, and the engine's error."""
@@ -245,7 +243,6 @@ def resolve_checkpoint(
             layers=(),
             problems=tuple(_checkpoint_problems(ckpt, by_layer)),
             unmapped=tuple(unmapped),
-            fingerprint=_fingerprint(ckpt),
             weight_dtypes=weight_dtypes,
             refused_by=refused_by,
             scale_like_count=scale_like_count,
@@ -319,21 +316,6 @@ def resolve_again(report: ScaleReport, options: EngineOptions) -> ScaleReport:
 
 
 _CHECKPOINT_CODES = frozenset(["index-missing-tensor", "duplicate-tensor"])
-
-
-def _fingerprint(ckpt: Checkpoint) -> dict[str, object]:
-    """A cheap identity of the source checkpoint: file names, sizes and header sizes."""
-    digest = hashlib.sha256()
-    total = 0
-    for name in ckpt.files:
-        header = ckpt.headers[name]
-        total += header.file_size
-        digest.update(f"{name}\0{header.file_size}\0{header.header_size}\0".encode())
-        for tensor in header.tensors.values():
-            digest.update(
-                f"{tensor.name}\0{tensor.dtype}\0{tensor.shape}\0{tensor.start}\0".encode()
-            )
-    return {"files": len(ckpt.files), "bytes": total, "headers_sha256": digest.hexdigest()}
 
 
 def _all_occurrences(ckpt: Checkpoint, file_order: Sequence[str]) -> list[TensorRef]:

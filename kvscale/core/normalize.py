@@ -313,6 +313,21 @@ def _verify_copy(
     return None
 
 
+def _source_fingerprint(ckpt: Checkpoint) -> dict[str, object]:
+    """A cheap identity of the source checkpoint: file names, sizes and header sizes."""
+    digest = hashlib.sha256()
+    total = 0
+    for name in ckpt.files:
+        header = ckpt.headers[name]
+        total += header.file_size
+        digest.update(f"{name}\0{header.file_size}\0{header.header_size}\0".encode())
+        for tensor in header.tensors.values():
+            digest.update(
+                f"{tensor.name}\0{tensor.dtype}\0{tensor.shape}\0{tensor.start}\0".encode()
+            )
+    return {"files": len(ckpt.files), "bytes": total, "headers_sha256": digest.hexdigest()}
+
+
 def _scales_fingerprint(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> str:
     """sha256 over every scale tensor's name, file, dtype, shape and raw bytes."""
     digest = hashlib.sha256()
@@ -547,7 +562,7 @@ def plan_normalize(
                 )
             )
 
-    fingerprint = dict(report.fingerprint)
+    fingerprint = _source_fingerprint(ckpt)
     fingerprint["scales_sha256"] = _scales_fingerprint(ckpt, values_report.layers)
     layers = tuple(plans)
     removed: tuple[tuple[str, str], ...] = ()

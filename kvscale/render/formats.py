@@ -8,7 +8,6 @@ formats, so that no command has a second renderer. Only the public rich API is r
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from collections.abc import Iterable, Sequence
@@ -73,6 +72,8 @@ def to_csv(renderables: Sequence[RenderableType]) -> str:
     """The tables as CSV (RFC 4180, a header row each; several tables separated by an empty
     line). Texts are left out: CSV carries the rows, ``--format table`` the messages."""
     buffer = io.StringIO()
+    import csv  # (only --format csv needs it)
+
     writer = csv.writer(buffer, lineterminator="\n")
     first = True
     for renderable in renderables:
