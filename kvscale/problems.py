@@ -34,9 +34,6 @@ class Problem:
     """Every layer the problem concerns, when it is one problem for several layers (one cause,
     reported once); ``layer`` is then None, or the single layer."""
 
-    def concerns(self, layer: str) -> bool:
-        return self.layer == layer or layer in self.layers
-
     def to_json(self) -> dict[str, object]:
         doc: dict[str, object] = {
             "severity": self.severity.value,

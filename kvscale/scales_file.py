@@ -18,7 +18,7 @@ import json
 import math
 import os
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,13 +361,6 @@ def check_agreement(
             f"{kind or name} is in {TENSORS_NAME} but not in {JSON_NAME}"
         )
     return out
-
-
-def entries_from_values(
-    layers: Iterable[tuple[str, str, Mapping[str, ScaleValue]]],
-) -> tuple[LayerEntry, ...]:
-    """Plain (name, rule, values) triples as entries (tests, calibrate)."""
-    return tuple(LayerEntry(name, rule, dict(values)) for name, rule, values in layers)
 
 
 __all__: Sequence[str] = [

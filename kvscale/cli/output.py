@@ -65,9 +65,6 @@ def _colour(stream: TextIO) -> bool:
     return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
-MODES = ("human", "json", "quiet", "markdown", "csv")
-
-
 def output_for(json_output: bool, quiet: bool, fmt: str | None) -> Output:
     """The Output of a command from ``--json``, ``--quiet`` and ``--format`` (table, json,
     markdown, csv), which exclude each other (``--json`` is ``--format json``)."""

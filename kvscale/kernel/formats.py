@@ -60,13 +60,10 @@ class FP8Format:
 
     name: str
     torch_dtype: str  # attribute name in the torch namespace, e.g. "float8_e4m3fn"
-    triton_dtype: str | None  # attribute name in triton.language; None: no NVIDIA store path
-    exponent_bits: int
     mantissa_bits: int
     exponent_bias: int
     max_finite: float
     min_subnormal: float
-    has_inf: bool
     has_negative_zero: bool
     nan_byte: int
     gpu_writable: bool
@@ -97,13 +94,10 @@ class FP8Format:
 E4M3FN = FP8Format(
     name="e4m3fn",
     torch_dtype="float8_e4m3fn",
-    triton_dtype="float8e4nv",
-    exponent_bits=4,
     mantissa_bits=3,
     exponent_bias=7,
     max_finite=448.0,
     min_subnormal=2.0**-9,
-    has_inf=False,
     has_negative_zero=True,
     nan_byte=0x7F,
     gpu_writable=True,
@@ -112,13 +106,10 @@ E4M3FN = FP8Format(
 E5M2 = FP8Format(
     name="e5m2",
     torch_dtype="float8_e5m2",
-    triton_dtype="float8e5",
-    exponent_bits=5,
     mantissa_bits=2,
     exponent_bias=15,
     max_finite=57344.0,
     min_subnormal=2.0**-16,
-    has_inf=True,
     has_negative_zero=True,
     nan_byte=0x7F,
     gpu_writable=True,
@@ -129,13 +120,10 @@ E5M2 = FP8Format(
 E4M3FNUZ = FP8Format(
     name="e4m3fnuz",
     torch_dtype="float8_e4m3fnuz",
-    triton_dtype=None,
-    exponent_bits=4,
     mantissa_bits=3,
     exponent_bias=8,
     max_finite=240.0,
     min_subnormal=2.0**-10,
-    has_inf=False,
     has_negative_zero=False,
     nan_byte=0x80,
     gpu_writable=False,
