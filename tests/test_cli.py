@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -105,3 +106,34 @@ def test_python_dash_m_works() -> None:
         check=False,
     )
     assert out.returncode == 0 and out.stdout.startswith("kvscale ")
+
+
+def test_main_builds_each_command_alone_with_the_same_options(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kvscale.cli.main`` builds only the command named on the command line (start-up); its help,
+    parsing and exit code must be those of the full application, for every command."""
+    import re
+
+    from kvscale.cli import app, main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+    names = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    assert names == ["calibrate", "codes", "diff", "inspect", "normalize", "verify"]
+    for name in names:
+        full = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        assert full.exit_code == 0, full.output
+        monkeypatch.setattr(sys, "argv", ["kvscale", name, "--help"])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        assert exited.value.code in (0, None)
+        alone = capsys.readouterr().out
+        assert f"Usage: kvscale {name} [OPTIONS]" in alone
+        options = set(re.findall(r"--[a-z][a-z0-9-]+", full.output))
+        assert options and options == set(re.findall(r"--[a-z][a-z0-9-]+", alone)), name
+        assert len(app.registered_commands) == len(names)  # restored after the run
+    monkeypatch.setattr(sys, "argv", ["kvscale", "inspect", "--no-such-option"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2

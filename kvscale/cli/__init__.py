@@ -12,6 +12,7 @@ import os
 import sys
 
 import typer
+import typer.main
 import typer.models
 
 from kvscale import __version__
@@ -64,7 +65,7 @@ def _command_name(info: typer.models.CommandInfo) -> str:
     if info.name:
         return info.name
     callback = info.callback
-    return callback.__name__.replace("_", "-") if callback is not None else ""
+    return typer.main.get_command_name(callback.__name__) if callback is not None else ""
 
 
 __all__ = ["app", "main"]

@@ -469,14 +469,6 @@ def _index_weight_map(index_path: Path, index: Any) -> Mapping[str, Any]:
     return weight_map
 
 
-__all__ = [
-    "Checkpoint",
-    "InputError",
-    "TensorRef",
-    "natural_sort_key",
-    "open_checkpoint",
-    "read_json_file",
-]
 
 
 # What the input consists of: the paths an output must never replace (``staging.check_not_input``),
@@ -614,3 +606,16 @@ def input_paths(ckpt: Checkpoint, *, other: bool = False) -> list[Path]:
         paths.extend(Path(os.path.realpath(src)) for _, src, _ in files)
         paths.extend(Path(os.path.realpath(ckpt.root / rel)) for rel, _ in skipped)
     return paths
+
+
+__all__ = [
+    "SKIPPED_DIRS",
+    "Checkpoint",
+    "InputError",
+    "TensorRef",
+    "input_paths",
+    "natural_sort_key",
+    "open_checkpoint",
+    "other_files",
+    "read_json_file",
+]
