@@ -469,10 +469,8 @@ def _index_weight_map(index_path: Path, index: Any) -> Mapping[str, Any]:
     return weight_map
 
 
-
-
-# What the input consists of: the paths an output must never replace (``staging.check_not_input``),
-# and the other files a copy carries along.
+# What the input consists of: the paths an output must never replace
+# (``staging.check_not_input``), and the other files a copy carries along.
 
 SKIPPED_DIRS = frozenset([".git"])
 """Version-control data is not checkpoint content (and can hold a second copy of the weights)."""
