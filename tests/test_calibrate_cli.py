@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -382,6 +383,10 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from kvscale.core.calibrate.model import write_smollm2_checkpoint
 
     model = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "model", dtype="bfloat16")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(model.stat().st_mode) == 0o777 & ~umask  # not mkdtemp's 0700
+    assert {stat.S_IMODE(f.stat().st_mode) for f in model.iterdir()} == {0o666 & ~umask}
     out = tmp_path_factory.mktemp("smol-scales") / "scales"
     result = run("calibrate", model, *SMOL, "--out", out, "--checkpoint", "--device", "cpu")
     assert result.exit_code == 0, result.stderr

@@ -35,6 +35,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -743,6 +744,24 @@ def smollm2_gguf_path() -> Path:
     )
 
 
+def _plain_modes(directory: Path) -> None:
+    """The modes a plain ``mkdir`` and ``open`` give under the umask (read off a probe of each,
+    without touching the process umask): ``mkdtemp`` makes the directory 0700, and a model
+    directory is meant to be read by whoever runs the engine."""
+    probe = directory / ".kvscale-mode-probe"
+    probe.mkdir()
+    dir_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.rmdir()
+    probe.touch()
+    file_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.unlink()
+    os.chmod(directory, dir_mode)
+    for path in directory.rglob("*"):
+        if path.is_symlink():
+            continue
+        os.chmod(path, dir_mode if path.is_dir() else file_mode)
+
+
 def write_smollm2_checkpoint(
     out_dir: Path | str, *, dtype: str = "bfloat16", gguf_file: Path | str | None = None
 ) -> Path:
@@ -790,6 +809,7 @@ def write_smollm2_checkpoint(
         with quiet_transformers():
             model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
+        _plain_modes(tmp)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
