@@ -89,6 +89,9 @@ def _load_module(name: str, file: str) -> types.ModuleType:
     return mod
 
 
+_stub_modules = _load_module("kvscale_parity_stubs", "stubs.py").stub_modules
+
+
 # ======================================================================================
 # Reading SGLang's source
 # ======================================================================================
@@ -357,35 +360,6 @@ def _unused_fn(*a: Any, **k: Any) -> Any:
 
 class _AnnotationOnly:
     """A name that appears only in annotations SGLang evaluates at definition time."""
-
-
-class _StubModule(types.ModuleType):
-    pass
-
-
-@contextlib.contextmanager
-def _stub_modules(entries: dict[str, dict[str, Any]]) -> Iterator[None]:
-    """Install fake `sglang.*` modules for the local `from sglang... import ...` statements
-    inside SGLang's functions; restore sys.modules afterwards."""
-    names: set[str] = set()
-    for full in entries:
-        parts = full.split(".")
-        for i in range(1, len(parts) + 1):
-            names.add(".".join(parts[:i]))
-    saved = {n: sys.modules.get(n) for n in names}
-    try:
-        for n in sorted(names):
-            sys.modules[n] = _StubModule(n)
-        for full, attrs in entries.items():
-            for k, v in attrs.items():
-                setattr(sys.modules[full], k, v)
-        yield
-    finally:
-        for n, old in saved.items():
-            if old is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = old
 
 
 class PretrainedConfig(SimpleNamespace):

@@ -54,13 +54,21 @@ except ImportError:  # lookbehind and \1 group references only).
 _LAYER_RE = _re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 
-def _load_cases_module() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("kvscale_parity_cases", HERE / "cases.py")
+def _load_sibling(name: str, file: str) -> types.ModuleType:
+    """A file of tests/parity loaded by path (cases.py, stubs.py), once per process."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    spec = importlib.util.spec_from_file_location(name, HERE / file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+_stubs = _load_sibling("kvscale_parity_stubs", "stubs.py")
+_stub_modules = _stubs.stub_modules
 
 
 # ======================================================================================
@@ -297,35 +305,6 @@ class OnlineMoEMethodBase:
 
 class QuantKey:
     pass
-
-
-class _StubModule(types.ModuleType):
-    pass
-
-
-@contextlib.contextmanager
-def _stub_modules(entries: dict[str, dict[str, Any]]) -> Iterator[None]:
-    """Install fake `vllm.*` modules for the local `from vllm... import ...` statements
-    inside vLLM's functions; restore sys.modules afterwards."""
-    names: set[str] = set()
-    for full in entries:
-        parts = full.split(".")
-        for i in range(1, len(parts) + 1):
-            names.add(".".join(parts[:i]))
-    saved = {n: sys.modules.get(n) for n in names}
-    try:
-        for n in sorted(names):
-            sys.modules[n] = _StubModule(n)
-        for full, attrs in entries.items():
-            for k, v in attrs.items():
-                setattr(sys.modules[full], k, v)
-        yield
-    finally:
-        for n, old in saved.items():
-            if old is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = old
 
 
 # ======================================================================================
@@ -1211,7 +1190,7 @@ class Oracle:
         self.tree = VllmTree(vllm_src)
         self.code = VllmCode(self.tree)
         self.device = torch.device(device)
-        self.cases_mod = _load_cases_module()
+        self.cases_mod = _load_sibling("kvscale_parity_cases", "cases.py")
 
     # -- engine start: config, kv dtype, quant config -----------------------------------
     def _configure(self, d: Path, options: dict[str, str], out: dict[str, Any]) -> dict[str, Any]:
