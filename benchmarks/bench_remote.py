@@ -130,7 +130,7 @@ def main() -> None:
 
     from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
     from kvscale.io.remote import RemoteOptions, open_remote
-    from kvscale.options import EngineOptions
+    from kvscale.engine.options import EngineOptions
     from kvscale.render.inspect import inspect_json
 
     options = RemoteOptions(concurrency=args.concurrency)

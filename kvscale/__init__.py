@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kvscale.core.inspect import ScaleReport
     from kvscale.core.normalize import NormalizeResult
     from kvscale.core.verify import VerifyResult
-    from kvscale.options import EngineOptions
+    from kvscale.engine.options import EngineOptions
 
 __all__ = ["__version__", "calibrate", "diff", "inspect", "normalize", "verify"]
 

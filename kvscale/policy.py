@@ -25,10 +25,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kvscale.engine.options import EngineOptions
+from kvscale.engine.registry import engine_names
 from kvscale.errors import ConfigError, KVScaleError, UsageError
 from kvscale.io.safetensors import read_small_file
 from kvscale.limits import MAX_POLICY_BYTES
-from kvscale.options import EngineOptions
 from kvscale.problems import CATALOGUE, Problem, Severity
 
 POLICY_FILE = "kvscale.toml"
@@ -100,7 +101,7 @@ POLICY_KEYS: Mapping[str, str] = {
     "strict": "true or false: warnings fail the run too (like --strict)",
     "fail_on": "problem codes that fail the run even as warnings (like --fail-on)",
     "allow": "problem codes that never fail the run (like --allow)",
-    "engine": "default for --engine (vllm or sglang)",
+    "engine": f"default for --engine ({engine_names()})",
     "kv_cache_dtype": "default for --kv-cache-dtype",
     "platform": "default for --platform (ocp or fnuz)",
     "model_dtype": "default for --model-dtype",

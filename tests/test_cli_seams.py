@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kvscale.cli import app
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
-from kvscale.options import EngineOptions
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm-compressor-fp8"
 runner = CliRunner()

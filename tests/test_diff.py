@@ -22,7 +22,7 @@ from kvscale.core.diff import (
     diff_paths,
     rel_change,
 )
-from kvscale.options import EngineOptions
+from kvscale.engine.options import EngineOptions
 
 runner = CliRunner()
 

@@ -48,9 +48,9 @@ from kvscale.core.normalize import (
     plan_normalize,
     write_plan,
 )
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import KVScaleError
 from kvscale.io.staging import MANIFEST_NAME, is_own_output
-from kvscale.options import EngineOptions
 
 REPO = Path(__file__).resolve().parents[1]
 P = "model.layers.{}.self_attn"

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from kvscale.engine.config import find_quant_config, parse_model_shape
-from kvscale.engine.vllm import VLLM
+from kvscale.engine.vllm.engine import VLLM
 from kvscale.errors import ConfigError, KVScaleError, LimitExceededError
 
 CONFIG = r"/ckpt/config\.json: "

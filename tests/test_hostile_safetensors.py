@@ -752,7 +752,7 @@ def test_giga_scale_is_never_read(
 ) -> None:
     """The 10**9-element scale costs neither time nor memory: no read larger than the header."""
     from kvscale.core.inspect import inspect_checkpoint
-    from kvscale.options import EngineOptions
+    from kvscale.engine.options import EngineOptions
 
     path = giga_scale("fp8")(ckpt_kit)
     reads: list[int] = []

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
-from kvscale.options import EngineOptions
+from kvscale.engine.options import EngineOptions
 
 runner = CliRunner()
 P = "model.layers.{}.self_attn"
@@ -471,8 +471,9 @@ def test_inspect_of_a_local_path_imports_only_what_it_runs() -> None:
         "    except SystemExit as exc:\n"
         "        assert exc.code in (0, None), exc.code\n"
         "heavy = ['torch', 'numpy', 'httpx', 'huggingface_hub', 'kvscale.io.remote',\n"
-        "         'kvscale.io.checkpoint_copy', 'kvscale.io.staging', 'kvscale.engine.sglang',\n"
-        "         'kvscale.engine.trtllm', 'kvscale.core.normalize', 'kvscale.core.verify']\n"
+        "         'kvscale.io.checkpoint_copy', 'kvscale.io.staging',\n"
+        "         'kvscale.engine.sglang.engine', 'kvscale.engine.trtllm.engine',\n"
+        "         'kvscale.core.normalize', 'kvscale.core.verify']\n"
         "print(sorted(m for m in heavy if m in sys.modules), built)\n"
     )
     root = Path(__file__).parents[1]

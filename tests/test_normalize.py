@@ -55,7 +55,7 @@ def checkpoint_name(prefix: str, kind: str, quant_method: str) -> str | None:
     """vLLM's checkpoint name for one scale under a quant method (no architecture renames)."""
     from kvscale.engine.base import NameContext, QuantConfig
     from kvscale.engine.config import ModelShape
-    from kvscale.engine.vllm import VLLM
+    from kvscale.engine.vllm.engine import VLLM
 
     context = NameContext(QuantConfig(quant_method=quant_method), ModelShape(), frozenset())
     return VLLM.checkpoint_name(prefix, kind, context)

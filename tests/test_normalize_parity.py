@@ -29,7 +29,7 @@ import pytest
 from support import vllm_oracle
 
 from kvscale.core.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
-from kvscale.options import EngineOptions
+from kvscale.engine.options import EngineOptions
 
 PARITY = Path(__file__).resolve().parent / "parity"
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
@@ -93,9 +93,9 @@ def _inspect_values(
     path: Path, kv: str, platform: str, model_dtype: str, *, as_intended: bool = False
 ) -> list[Any]:
     from kvscale.core.inspect import resolve_checkpoint
+    from kvscale.engine.options import EngineOptions
     from kvscale.floats import encode_json_value
     from kvscale.io.checkpoint import open_checkpoint
-    from kvscale.options import EngineOptions
 
     rep = resolve_checkpoint(
         open_checkpoint(path),

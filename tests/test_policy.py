@@ -12,8 +12,8 @@ from support.checkpoints import quant_config
 from typer.testing import CliRunner
 
 from kvscale.cli import app
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
-from kvscale.options import EngineOptions
 from kvscale.policy import (
     Policy,
     PolicyFile,

@@ -24,6 +24,7 @@ import pytest
 from support.hub_server import Hostile, HubServer
 
 from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import (
     ConfigError,
     ExitCode,
@@ -45,7 +46,6 @@ from kvscale.io.remote import (
     source_json,
 )
 from kvscale.io.safetensors import TensorInfo, read_header, read_tensor_bytes
-from kvscale.options import EngineOptions
 from kvscale.render.inspect import inspect_json
 
 pytest.importorskip("huggingface_hub")

@@ -13,31 +13,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvscale.engine.vllm.quant_config import KV_CACHE_DTYPES
-
-
-class PlatformChoice(str, Enum):
-    ocp = "ocp"
-    fnuz = "fnuz"
-
-
-class EngineChoice(str, Enum):
-    vllm = "vllm"
-    sglang = "sglang"
-    trtllm = "trtllm"
+from kvscale.engine.options import Platform
+from kvscale.engine.registry import ENGINES, EngineName, kv_cache_dtypes
 
 
 class Annotations(str, Enum):
     auto = "auto"
     github = "github"
     none = "none"
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    csv = "csv"
 
 
 CHECKPOINT_HELP = (
@@ -59,12 +42,28 @@ RevisionOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def _engines_help() -> str:
+    parts = [
+        f"{e.describe()}" + ("" if e.scope == "every command" else f"; {e.scope}")
+        for e in ENGINES.values()
+    ]
+    return ", ".join(parts[:-1]) + ", or " + parts[-1]
+
+
+def _kv_cache_dtypes_help() -> str:
+    return "; ".join(
+        f"{e.title.split()[0]}: " + ", ".join(kv_cache_dtypes(name)) for name, e in ENGINES.items()
+    )
+
+
 EngineOpt = Annotated[
-    Optional[EngineChoice],  # noqa: UP045 - typer needs Optional at runtime on 3.10
+    Optional[EngineName],  # noqa: UP045 - typer needs Optional at runtime on 3.10
     typer.Option(
         "--engine",
-        help="Whose rules to apply: vllm (0.33.0), sglang (0.5.23), or trtllm (TensorRT-LLM's "
-        "PyTorch backend; inspect and diff). Default: the policy file's, else vllm.",
+        help=f"Whose rules to apply: {_engines_help()}. Default: the policy file's, else "
+        f"{next(iter(ENGINES)).value}.",
         case_sensitive=False,
         show_default=False,
     ),
@@ -74,12 +73,12 @@ KVCacheDtypeOpt = Annotated[
     typer.Option(
         "--kv-cache-dtype",
         help="The engine's --kv-cache-dtype (default auto: the engine's promotion from the "
-        "checkpoint config). vLLM: " + ", ".join(KV_CACHE_DTYPES) + ".",
+        f"checkpoint config). {_kv_cache_dtypes_help()}.",
         show_default=False,
     ),
 ]
 PlatformOpt = Annotated[
-    Optional[PlatformChoice],  # noqa: UP045
+    Optional[Platform],  # noqa: UP045
     typer.Option(
         "--platform",
         help="ocp (default): NVIDIA / OCP e4m3fn. fnuz: ROCm MI300 (e4m3fnuz; the base path "

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
-from kvscale.options import EngineOptions
 from kvscale.policy import Policy, PolicyFile, parse_codes, resolve_policy_file
 
 

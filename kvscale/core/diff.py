@@ -31,12 +31,12 @@ from typing import Any
 
 from kvscale.conventions import layer_sort_key
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
-from kvscale.engine import all_kv_cache_dtypes
 from kvscale.engine.base import KINDS, ScaleValue
+from kvscale.engine.options import EngineOptions, parse_platform
+from kvscale.engine.registry import all_kv_cache_dtypes
 from kvscale.errors import ConfigError
 from kvscale.floats import max_nan
 from kvscale.io.checkpoint import ProgressCallback
-from kvscale.options import EngineOptions, parse_platform
 from kvscale.scales_file import SCHEMA as SCALES_SCHEMA
 from kvscale.scales_file import (
     LayerEntry,

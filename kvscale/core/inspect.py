@@ -35,6 +35,7 @@ from kvscale.engine.base import (
     UnmappedTensor,
 )
 from kvscale.engine.config import ModelShape, find_quant_config, parse_model_shape
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
@@ -42,7 +43,6 @@ from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, input
 from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
-from kvscale.options import EngineOptions
 from kvscale.problems import Problem, Severity, problem
 
 if TYPE_CHECKING:

@@ -67,6 +67,7 @@ from kvscale.engine.base import (
     ScaleSource,
     ScaleValue,
 )
+from kvscale.engine.options import EngineOptions, Platform
 from kvscale.errors import InputError, RefusedError
 from kvscale.floats import decode_values, max_nan
 from kvscale.io.checkpoint import Checkpoint, input_paths
@@ -88,7 +89,6 @@ from kvscale.io.staging import (
     check_out,
     write_output,
 )
-from kvscale.options import EngineOptions, Platform
 from kvscale.problems import Problem, Severity
 
 CHECKPOINT_DIR = "checkpoint"

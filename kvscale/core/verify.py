@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from kvscale import scales_file
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import (
     EnvironmentMissingError,
     InputError,
@@ -44,7 +45,6 @@ from kvscale.io.safetensors import read_header
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.kernel.reference import clipped, dequantize, reference_reshape_and_cache_flash
 from kvscale.limits import MAX_VERIFY_ELEMENTS
-from kvscale.options import EngineOptions
 
 if TYPE_CHECKING:
     from kvscale.engine.base import CacheWrite

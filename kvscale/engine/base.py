@@ -21,7 +21,7 @@ from kvscale.floats import encode_json_value
 
 if TYPE_CHECKING:
     from kvscale.engine.config import ModelShape, RawQuantConfig
-    from kvscale.options import EngineOptions
+    from kvscale.engine.options import EngineOptions
     from kvscale.problems import Problem
 
 ScaleValue = float | tuple[float, ...]
@@ -287,12 +287,14 @@ class Engine(ABC):
     def require(self, command: str) -> None:
         """A usage error unless ``command`` is supported for this engine."""
         if command not in self.commands:
+            from kvscale.engine.registry import ENGINES, get_engine
             from kvscale.errors import UsageError
 
+            able = [e.value for e in ENGINES if command in get_engine(e).commands]
             raise UsageError(
                 f"--engine {self.name} is supported by {', '.join(sorted(self.commands))} only, "
                 f"not by {command}",
-                hint="use --engine vllm or sglang",
+                hint="use --engine " + " or ".join(able),
             )
 
     def file_order(self, files: Sequence[str]) -> list[str]:

@@ -20,8 +20,8 @@ import torch
 from safetensors.torch import save_file
 
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
+from kvscale.engine.options import EngineOptions
 from kvscale.io.safetensors import read_header
-from kvscale.options import EngineOptions
 from support.checkpoints import llama_config
 from support.checkpoints import quant_config as qc
 

@@ -48,6 +48,7 @@ from kvscale.engine.config import (
     find_quant_config,
     kv_only_quantization_config,
 )
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import InternalCheckError, RefusedError, UsageError
 from kvscale.floats import decode_values
 from kvscale.io.checkpoint import Checkpoint, input_paths, open_checkpoint
@@ -66,7 +67,6 @@ from kvscale.io.staging import (
     check_out,
     write_output,
 )
-from kvscale.options import EngineOptions
 from kvscale.problems import Problem, Severity, problem
 
 if TYPE_CHECKING:

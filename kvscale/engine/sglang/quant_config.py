@@ -29,22 +29,8 @@ from kvscale.engine.config import (
     dtype_alias,
     quark_kv_cache_group,
 )
+from kvscale.engine.sglang.kv_cache_dtypes import KV_CACHE_DTYPES
 from kvscale.errors import UsageError
-
-KV_CACHE_DTYPES = (
-    "auto",
-    "fp8_e5m2",
-    "fp8_e4m3",
-    "mxfp8",
-    "bf16",
-    "bfloat16",
-    "nvfp4",
-    "fp4_mx_block16",
-)
-"""``--kv-cache-dtype`` choices (``srt/arg_groups/fields/model.py``): vLLM's ``fp8`` is not one."""
-
-FP8_KV_CACHE_DTYPES = frozenset(["fp8_e4m3", "fp8_e5m2"])
-"""Per-tensor FP8 pools: the cache write divides by the k/v scales."""
 
 _ACTIVATION_DTYPE_CHECKED = frozenset(["fp8", "modelopt_fp8", "compressed-tensors", "quark"])
 """Quant methods whose ``get_supported_act_dtypes`` lists only bfloat16 and float16."""

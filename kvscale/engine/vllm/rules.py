@@ -28,7 +28,7 @@ from kvscale.engine.base import (
     ScaleSource,
     ScaleValue,
 )
-from kvscale.engine.vllm.quant_config import is_quantized_kv_cache, uses_per_token_head_scales
+from kvscale.engine.vllm.kv_cache_dtypes import is_quantized_kv_cache, uses_per_token_head_scales
 from kvscale.errors import LimitExceededError
 from kvscale.floats import (
     DECODABLE_DTYPES,

@@ -14,6 +14,15 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from kvscale.engine.config import normalize_model_dtype
+from kvscale.engine.registry import (
+    DEFAULT_ENGINE,
+    ENGINES,
+    EngineName,
+    all_kv_cache_dtypes,
+    get_engine,
+    kv_cache_dtypes,
+    parse_engine,
+)
 from kvscale.errors import UsageError
 
 if TYPE_CHECKING:
@@ -27,13 +36,6 @@ class Platform(str, Enum):
     FNUZ = "fnuz"
 
 
-class EngineName(str, Enum):
-    VLLM = "vllm"
-    SGLANG = "sglang"
-    TRTLLM = "trtllm"
-    """TensorRT-LLM's PyTorch backend: inspect and diff only."""
-
-
 DEFAULT_KV_CACHE_DTYPE = "auto"
 DEFAULT_PLATFORM = Platform.OCP
 
@@ -45,16 +47,6 @@ def parse_platform(value: str | Platform) -> Platform:
         return Platform(str(value).strip().lower())
     except ValueError:
         raise UsageError(f"unknown platform {value!r}", hint="use ocp or fnuz") from None
-
-
-def parse_engine(value: str | EngineName) -> EngineName:
-    if isinstance(value, EngineName):
-        return value
-    try:
-        return EngineName(str(value).strip().lower())
-    except ValueError:
-        known = ", ".join(e.value for e in EngineName)
-        raise UsageError(f"unknown engine {value!r}", hint=f"use one of: {known}") from None
 
 
 @dataclass(frozen=True)
@@ -80,9 +72,7 @@ class EngineOptions:
         if self.kv_cache_dtype is not None:
             # Without an engine yet (a command line merged later with a policy file's engine),
             # any engine's dtype is acceptable here; the engine checks its own list again.
-            from kvscale.engine import all_kv_cache_dtypes
-
-            dtypes = self.rules.kv_cache_dtypes if self.engine else all_kv_cache_dtypes()
+            dtypes = kv_cache_dtypes(self.engine) if self.engine else all_kv_cache_dtypes()
             if self.kv_cache_dtype not in dtypes:
                 raise UsageError(
                     f"unknown KV-cache dtype {self.kv_cache_dtype!r}"
@@ -94,9 +84,7 @@ class EngineOptions:
     def _check_backend(self) -> None:
         if self.attention_backend is None:
             return
-        from kvscale.engine import get_engine
-
-        engines = [self.rules] if self.engine else [get_engine(e) for e in EngineName]
+        engines = [self.rules] if self.engine else [get_engine(e) for e in ENGINES]
         known = sorted({b for engine in engines for b in engine.attention_backends})
         if self.attention_backend not in known:
             raise UsageError(
@@ -114,13 +102,11 @@ class EngineOptions:
 
     @property
     def engine_name(self) -> EngineName:
-        return self.engine or EngineName.VLLM
+        return self.engine or DEFAULT_ENGINE
 
     @property
     def rules(self) -> Engine:
         """The engine whose rules these options select."""
-        from kvscale.engine import get_engine
-
         return get_engine(self.engine_name)
 
     @property

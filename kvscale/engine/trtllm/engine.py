@@ -1,18 +1,5 @@
-"""TensorRT-LLM's PyTorch backend (``trtllm-serve --backend pytorch``, the LLM API): what it does
-with a checkpoint's FP8 KV-cache scales. For ``kvscale inspect`` (and ``diff``) only.
-
-Read from NVIDIA/TensorRT-LLM's main branch (the stored snapshot at
-``00bbf71e796406ea8593a77cbfb828356182db16``; see ``shared/reference/sglang.md`` section 9):
-
-* ``_torch/modules/linear.py::FP8QDQLinearMethod.load_kv_scales`` reads ``k_scale`` / ``v_scale``
-  from the q/k/v projection weights, i.e. only ModelOpt's ``*.k_proj.k_scale`` and
-  ``*.v_proj.v_scale`` names, each ``reshape([])`` (a per-head tensor raises);
-  ``process_weights_after_loading_fused_qkv_linear`` (``TRTLLM_LOAD_KV_SCALES`` "1") asserts
-  "k_scale and v_scale must be loaded together" and keeps ``[1.0, max(k), max(v)]``;
-* ``_torch/modules/attention.py`` passes those scales to the attention backend only when the KV
-  cache is FP4 (``has_fp4_kv_cache()``), and ``_torch/attention_backend/trtllm.py`` falls back to
-  ``torch.ones(1)``: an FP8 KV cache always runs at 1.0, whatever the checkpoint holds, silently.
-"""
+"""TensorRT-LLM's PyTorch backend behind the ``Engine`` interface (``kvscale.engine.base``); the
+package docstring says what was read and where."""
 
 from __future__ import annotations
 
@@ -34,17 +21,19 @@ from kvscale.engine.base import (
     UnmappedTensor,
 )
 from kvscale.engine.config import ModelShape, RawQuantConfig, dtype_alias
+from kvscale.engine.options import EngineOptions
+from kvscale.engine.registry import ENGINES, EngineName
+from kvscale.engine.trtllm.kv_cache_dtypes import KV_CACHE_DTYPES
 from kvscale.errors import UsageError
-from kvscale.options import EngineOptions
 from kvscale.problems import Problem, problem
 
 _MODELOPT = re.compile(r"^(?P<prefix>.+)\.(?P<proj>[kv])_proj\.(?P=proj)_scale$")
 
 
 class TrtllmEngine(Engine):
-    name = "trtllm"
-    version = "main@00bbf71e (PyTorch backend)"
-    kv_cache_dtypes = ("auto", "fp8", "nvfp4")
+    name = EngineName.TRTLLM.value
+    version = ENGINES[EngineName.TRTLLM].release
+    kv_cache_dtypes = KV_CACHE_DTYPES
     commands = frozenset(["inspect", "diff"])
 
     def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
@@ -69,7 +58,8 @@ class TrtllmEngine(Engine):
         kv = options.requested_kv_cache_dtype
         if kv not in self.kv_cache_dtypes:
             raise UsageError(
-                f"unknown KV-cache dtype {kv!r} for trtllm", hint="one of: auto, fp8, nvfp4"
+                f"unknown KV-cache dtype {kv!r} for trtllm",
+                hint="one of: " + ", ".join(KV_CACHE_DTYPES),
             )
         model = options.model_dtype or dtype_alias(shape.config_dtype or "") or "bfloat16"
         how = "--model-dtype" if options.model_dtype else "config.json torch_dtype"

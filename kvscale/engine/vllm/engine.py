@@ -1,0 +1,342 @@
+"""vLLM 0.33.0's rules behind the ``Engine`` interface (``kvscale.engine.base``): which
+tensor reaches which KV-scale parameter, what the layer holds after loading, and this engine's
+own problems. The package docstring lists the modules it draws on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from kvscale.conventions import (
+    attention_prefix,
+    engine_layer_name,
+    is_kv_scheme_extra,
+    looks_like_kv_scale,
+)
+from kvscale.engine.base import (
+    BUFFER_KINDS,
+    CacheWrite,
+    Engine,
+    EnginePath,
+    EngineSettings,
+    MappedName,
+    NameContext,
+    QuantConfig,
+    ResolvedLayer,
+    Routed,
+    ScaleSource,
+    UnmappedTensor,
+)
+from kvscale.engine.config import ModelShape, RawQuantConfig
+from kvscale.engine.options import EngineOptions
+from kvscale.engine.registry import ENGINES, EngineName
+from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
+from kvscale.engine.vllm import names, quant_config, rules
+from kvscale.engine.vllm.architectures import (
+    CHECKPOINT_PREFIX_RENAMES,
+    NOT_AUTO_LOADED,
+    OUTPUT_SCALE_DROPPING,
+)
+from kvscale.problems import Problem, problem
+
+_PARAMETER_KINDS = frozenset(["k_scale", "v_scale", "q_scale", "prob_scale"]) | {
+    f"{k}_zero_point" for k in "kvq"
+}
+_LAYER_PREFIX = re.compile(r"^(.*\.layers\.\d+)\.")
+
+
+@cache
+def _architecture_facts(
+    architectures: tuple[str, ...],
+) -> tuple[bool, bool, tuple[tuple[str, str], ...]]:
+    """(stacked renames run first, top-level AutoWeightsLoader, prefix renames)."""
+    archs = set(architectures)
+    renames: tuple[tuple[str, str], ...] = ()
+    for arch in architectures:
+        renames = renames or CHECKPOINT_PREFIX_RENAMES.get(arch, ())
+    return bool(archs & OUTPUT_SCALE_DROPPING), not (archs & NOT_AUTO_LOADED), renames
+
+
+class VllmEngine(Engine):
+    name = EngineName.VLLM.value
+    version = ENGINES[EngineName.VLLM].release
+    kv_cache_dtypes = kv_dtypes.KV_CACHE_DTYPES
+    attention_backends = ("flash_attn", "triton_attn", "flashinfer")
+
+    def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
+        return quant_config.parse_quant_config(raw)
+
+    def settings(
+        self,
+        quant: QuantConfig,
+        shape: ModelShape,
+        options: EngineOptions,
+        weight_dtypes: frozenset[str],
+    ) -> tuple[EngineSettings, str]:
+        kv_dtype = quant_config.effective_kv_cache_dtype(options.requested_kv_cache_dtype, quant)
+        model_dtype, how = quant_config.resolve_model_dtype(
+            options.model_dtype, shape, weight_dtypes
+        )
+        settings = EngineSettings(
+            engine_path=quant.engine_path,
+            kv_cache_dtype=kv_dtype,
+            platform=options.platform_name,
+            model_dtype=model_dtype,
+            num_heads=shape.num_attention_heads,
+            num_kv_heads=shape.kv_heads,
+            ct_strategy=quant.ct_strategy,
+            ct_has_config_groups=quant.ct_has_config_groups,
+            refusal=quant.refusal or quant_config.kv_dtype_refusal(kv_dtype, quant),
+            uses_kv_scales=kv_dtypes.is_quantized_kv_cache(kv_dtype)
+            and not kv_dtypes.uses_per_token_head_scales(kv_dtype),
+            # BaseKVCacheMethod builds its parameters under the model dtype; the
+            # compressed-tensors path holds float32 ones.
+            scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
+            attention_backend=options.attention_backend,
+        )
+        return settings, how
+
+    def layer_name(self, prefix: str, shape: ModelShape) -> str:
+        return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
+
+    def route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        quant = context.quant
+        stacked_first, auto_loaded, _ = _architecture_facts(context.shape.architectures)
+        stacked_first = stacked_first and not context.as_intended
+        has_quant_config = quant.raw is not None
+        method = quant.quant_method
+        if context.as_intended and tensor.endswith("output_scale"):
+            # What the producer meant: output_scale is a KV scale in Quark's convention (and
+            # compressed-tensors' before 2024-09), whatever method reads the checkpoint now.
+            method = "quark"
+        if has_quant_config:
+            mapped = names.map_name(tensor, method, stacked_first)
+        else:
+            # Without a quantization config the loader applies no cache-scale mapper at all;
+            # only the device buffers' own names (attn._k_scale) still reach a module.
+            mapped = names.map_name(tensor, None)
+            if mapped.kind not in BUFFER_KINDS:
+                mapped = MappedName(tensor, tensor, None, None, None)
+        if mapped.layer is not None and mapped.kind is not None:
+            prefixes = context.attention_prefixes
+            if prefixes and attention_prefix(mapped.layer) not in prefixes:
+                # e.g. model.layers.0.mlp.k_scale -> model.layers.0.mlp.attn.k_scale: no module.
+                reason = (
+                    f"maps to {mapped.engine_name}, but {mapped.layer} is not an attention "
+                    "layer of this checkpoint"
+                )
+                return Routed(
+                    unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, auto_loaded)
+                )
+            if quant.engine_path is EnginePath.NONE and mapped.kind in _PARAMETER_KINDS:
+                # A quant config without a KV method (e.g. GPTQ): the attention layer has no
+                # such parameter and `.k_scale`-like names are ignorable unexpected suffixes.
+                reason = (
+                    f"quant_method {quant.quant_method} creates no KV-scale parameters; ignored"
+                )
+                return Routed(
+                    unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, False)
+                )
+            return Routed(mapped=mapped)
+        if is_kv_scheme_extra(tensor):
+            # The stacked q/k/v_proj -> qkv_proj rename (the model's WeightsMapper or its
+            # stacked_params_mapping loop) runs first; qkv_proj has no k_bias parameter and the
+            # name is not an ignorable cache-scale suffix, so AutoWeightsLoader._load_module
+            # (model_executor/models/utils.py) raises.
+            engine_name = re.sub(r"\.[kv]_proj\.", ".qkv_proj.", tensor)
+            reason = "vLLM 0.33 has no parameter for an affine KV-cache bias (ModelOpt)"
+            return Routed(
+                unmapped=UnmappedTensor(
+                    tensor, file, engine_name, reason, True, "unloadable-kv-tensor"
+                )
+            )
+        if not looks_like_kv_scale(tensor):
+            return Routed()
+        code = "unmapped-scale-name"
+        if not has_quant_config:
+            reason = "config.json has no quantization_config, so no KV-scale name mapping runs"
+        elif tensor.endswith("output_scale") and stacked_first:
+            reason = (
+                "this architecture's q/k/v_proj -> qkv_proj rename runs before the "
+                "output_scale convention"
+            )
+            if tensor.endswith("_proj.output_scale"):
+                code = "dropped-by-architecture"
+        elif tensor.endswith("output_scale"):
+            reason = (
+                "output_scale names are KV scales only under quant_method fp8 or quark, "
+                f"not {quant.quant_method}"
+            )
+        else:
+            reason = "no KV-scale convention maps this name to an attention layer"
+        return Routed(
+            unmapped=UnmappedTensor(tensor, file, mapped.engine_name, reason, auto_loaded, code)
+        )
+
+    def resolve_layer(
+        self,
+        name: str,
+        sources: Sequence[ScaleSource],
+        settings: EngineSettings,
+        *,
+        checkpoint_prefix: str,
+        refusal: str | None = None,
+    ) -> ResolvedLayer:
+        return rules.resolve_layer(
+            name, sources, settings, checkpoint_prefix=checkpoint_prefix, refusal=refusal
+        )
+
+    def unmapped_refusals(
+        self, layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor]
+    ) -> dict[str, tuple[UnmappedTensor, str]]:
+        """``AutoWeightsLoader._load_module`` (models/utils.py) raises for any name it cannot
+        route to a module or parameter, unless it ends with one of the quant config's ignorable
+        suffixes (``.k_scale`` ...) under an existing module. The failure belongs to the
+        attention layer with the same ``layers.N`` prefix; a name outside every attention layer
+        fails them all."""
+        out: dict[str, tuple[UnmappedTensor, str]] = {}
+        # Layers by their "<...>.layers.N" prefix, once: each tensor then finds its owners in
+        # one lookup (not one scan of every layer per tensor).
+        by_prefix: dict[str, list[str]] = {}
+        for name in layer_names:
+            m = _LAYER_PREFIX.match(name)
+            if m:
+                by_prefix.setdefault(m.group(1), []).append(name)
+        for item in unmapped:
+            if not item.fails:
+                continue
+            why = (
+                f"ValueError: There is no module or parameter named '{item.engine_name}' "
+                f"({item.tensor!r}: {item.reason})"
+            )
+            match = _LAYER_PREFIX.match(item.tensor)
+            owners = by_prefix.get(match.group(1), []) if match else []
+            for owner in owners or layer_names:
+                out.setdefault(owner, (item, why))
+        return out
+
+    def engine_problems(
+        self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
+    ) -> list[Problem]:
+        out = _backend_problems(layers, settings)
+        # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
+        # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
+        # warns once per process: one problem naming every such layer.
+        if settings.engine_path is not EnginePath.BASE or settings.kv_cache_dtype != "fp8":
+            return out
+        lacking: dict[str, list[str]] = {}
+        for layer in layers:
+            if layer.rule.value in ("error", "unquantized"):
+                continue
+            ones = [k for k in ("q_scale", "prob_scale") if layer.value(k) == 1.0]
+            if ones:
+                lacking.setdefault(" and ".join(ones), []).append(layer.name)
+        for kinds, layer_names in lacking.items():
+            shown = ", ".join(layer_names[:3]) + (
+                f" and {len(layer_names) - 3} more" if len(layer_names) > 3 else ""
+            )
+            verb = "is" if " and " not in kinds else "are"
+            out.append(
+                problem(
+                    "uncalibrated-q-prob",
+                    f"{kinds} {verb} 1.0 (uncalibrated) for fp8 attention backends in "
+                    f"{len(layer_names)} of {len(layers)} layers ({shown}); the engine warns once",
+                    layers=tuple(layer_names),
+                )
+            )
+        return out
+
+    def cache_write(self, kv_cache_dtype: str, attention_backend: str | None) -> CacheWrite | None:
+        """The Triton backend's write (``triton_reshape_and_cache_flash``) divides by element 0
+        of the scale tensor for every head and stores the platform's e4m3 type for every
+        quantized dtype (``fp8_e5m2`` included); the other backends use the CUDA kernel, which
+        kvscale's kernel reproduces."""
+        if attention_backend != "triton_attn":
+            return None
+
+        def write(x: Any, scale: Any) -> Any:
+            from kvscale.kernel.formats import E4M3FN
+            from kvscale.kernel.reference import quantize_to_bits
+
+            return quantize_to_bits(x, scale.reshape(-1)[:1], E4M3FN)
+
+        return CacheWrite(
+            "vLLM 0.33.0 triton_reshape_and_cache_flash (--attention-backend triton_attn)",
+            "fp8_e4m3",
+            write,
+            "scale element 0 for every head; e4m3 stores for every fp8 dtype",
+            lambda scale: scale.reshape(-1)[:1],
+        )
+
+    def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
+        """The first candidate that the cache-scale mapper sends back to (``<prefix>.attn``,
+        kind): ``<prefix>.<kind>`` (prob: ``<prefix>.prob_output_scale``), then the parameter's
+        own name ``<prefix>.attn.<kind>``.
+
+        ``prob_output_scale`` reaches the engine only through the Fp8Config/QuarkConfig suffix
+        map (``quantization/fp8.py``, ``quark/quark.py``) and only after ``.self_attn``; under
+        ModelOpt (and for ``mixer`` prefixes) ``<prefix>.attn.prob_scale`` is the one name that
+        loads, because it is the parameter itself.
+        """
+        method = context.quant.quant_method
+        stacked_first = _architecture_facts(context.shape.architectures)[0]
+        candidates = []
+        if kind == "prob_scale":
+            if method in names.OUTPUT_SCALE_METHODS:
+                candidates.append(f"{prefix}.prob_output_scale")
+        else:
+            candidates.append(f"{prefix}.{kind}")
+        candidates.append(f"{prefix}.attn.{kind}")
+        for candidate in candidates:
+            mapped = names.map_name(candidate, method, stacked_first)
+            if mapped.layer == f"{prefix}.attn" and mapped.kind == kind:
+                return candidate
+        return None
+
+
+def _backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:
+    """What vLLM's Triton attention backend does to the cache write
+    (``v1/attention/ops/triton_reshape_and_cache_flash.py``): its kernel divides by
+    ``tl.load(k_scale)`` (element 0 of the scale tensor, for every head) and stores
+    ``current_platform.fp8_dtype()`` (e4m3) for every quantized dtype, e5m2 included. The
+    FlashAttention backend's CUDA kernel (``csrc/libtorch_stable/cache_kernels.cu``) indexes
+    per-head scales by head and honours the dtype."""
+    if settings.attention_backend != "triton_attn" or not settings.uses_kv_scales:
+        return []
+    out: list[Problem] = []
+    per_head = [
+        layer.name
+        for layer in layers
+        if isinstance(layer.k_scale, tuple) or isinstance(layer.v_scale, tuple)
+    ]
+    if per_head:
+        shown = ", ".join(per_head[:3]) + (
+            f" and {len(per_head) - 3} more" if len(per_head) > 3 else ""
+        )
+        out.append(
+            problem(
+                "per-head-collapsed",
+                f"the triton_attn backend's cache write uses head 0's k/v scale for every head "
+                f"in {len(per_head)} per-head layers ({shown}), while attention reads each "
+                "head's own scale",
+                layers=tuple(per_head),
+            )
+        )
+    if settings.kv_cache_dtype == "fp8_e5m2":
+        out.append(
+            problem(
+                "format-overridden-by-backend",
+                "the triton_attn backend's cache write stores the platform's e4m3 type for "
+                "--kv-cache-dtype fp8_e5m2 (current_platform.fp8_dtype()), so the e5m2 reader "
+                "decodes e4m3 bytes",
+            )
+        )
+    return out
+
+
+VLLM = VllmEngine()
+
+__all__ = ["VLLM", "VllmEngine"]
