@@ -7,7 +7,7 @@ interleaved (run 1 of every variant, then run 2, ...), and reports medians:
   (batch 1) under ``torch.inference_mode()``. Issue 11's budgets are measured against this one.
 * ``forward_last``: the same with ``logits_to_keep=1``. A calibrator needs no logits, and
   kvscale and llm-compressor both skip the vocabulary projection. Shown for reference.
-* ``calibrate``: ``kvscale.core.calibrate.capture.capture_kv_amax`` over the same samples (the
+* ``calibrate``: ``kvscale.model.capture.capture_kv_amax`` over the same samples (the
   statistic of ``kvscale calibrate``; model load and file writing are not counted).
 * ``llmcompressor``: llm-compressor's ``oneshot`` with one ``QuantizationModifier`` whose only
   scheme is ``kv_cache_scheme`` (FP8, ``static_minmax`` observer, ``tensor`` strategy), batch 1,
@@ -78,9 +78,9 @@ except ImportError:  # a checkout run without PYTHONPATH=.
 
 import torch  # noqa: E402
 
-from kvscale.core.calibrate.capture import capture_kv_amax  # noqa: E402
-from kvscale.core.calibrate.data import load_calibration_data  # noqa: E402
-from kvscale.core.calibrate.model import DTYPES, LoadedModel, load_model  # noqa: E402
+from kvscale.model.capture import capture_kv_amax  # noqa: E402
+from kvscale.model.data import load_calibration_data  # noqa: E402
+from kvscale.model.load import DTYPES, LoadedModel, load_model  # noqa: E402
 
 Samples = list[tuple[int, ...]]
 

@@ -69,11 +69,11 @@ from bench_calibrate import (
     write_json,
 )
 
-from kvscale.core.calibrate.capture import capture_kv_amax
-from kvscale.core.calibrate.evaluate import QuantizeFn, evaluate_model
-from kvscale.core.calibrate.model import LoadedModel, load_model
 from kvscale.kernel.formats import E4M3FN
 from kvscale.kernel.reference import quantize_to_bits
+from kvscale.model.capture import capture_kv_amax
+from kvscale.model.evaluate import QuantizeFn, evaluate_model
+from kvscale.model.load import LoadedModel, load_model
 
 BLOCK_SIZE = 16
 BUDGET = 2.5

@@ -129,8 +129,8 @@ def main() -> None:
     from huggingface_hub import __version__ as hf_version
 
     from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
-    from kvscale.io.remote import RemoteOptions, open_remote
     from kvscale.engine.options import EngineOptions
+    from kvscale.io.remote import RemoteOptions, open_remote
     from kvscale.render.inspect import inspect_json
 
     options = RemoteOptions(concurrency=args.concurrency)

@@ -1,7 +1,7 @@
 """kvscale's calibrated k/v scales against llm-compressor's, on one model and one set of token ids.
 
 kvscale: ``capture_kv_amax`` (the statistic of ``kvscale calibrate``), scale = amax / 448 in
-float32 (``kvscale.core.calibrate.scales``), per tensor and per KV head. llm-compressor:
+float32 (``kvscale.model.scales``), per tensor and per KV head. llm-compressor:
 ``oneshot`` with a KV-only ``QuantizationModifier`` (FP8, ``static_minmax`` observer, strategy
 ``tensor`` and ``attn_head``), batch 1, no shuffling. Its scales are the ``k_scale`` /
 ``v_scale`` parameters it attaches to each attention module, in the model dtype: it computes
@@ -48,9 +48,9 @@ from bench_calibrate import (
     write_json,
 )
 
-from kvscale.core.calibrate.capture import capture_kv_amax
-from kvscale.core.calibrate.model import DTYPES, load_model
-from kvscale.core.calibrate.scales import kv_scales
+from kvscale.model.capture import capture_kv_amax
+from kvscale.model.load import DTYPES, load_model
+from kvscale.model.scales import kv_scales
 
 STRATEGIES = {"tensor": "tensor", "attn_head": "head"}  # llm-compressor name -> kvscale name
 

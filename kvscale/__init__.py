@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 
 if TYPE_CHECKING:
-    from kvscale.core.calibrate.run import CalibrationResult
+    from kvscale.core.calibrate import CalibrationResult
     from kvscale.core.diff import DiffResult
     from kvscale.core.inspect import ScaleReport
     from kvscale.core.normalize import NormalizeResult
-    from kvscale.core.verify import VerifyResult
+    from kvscale.core.verify.run import VerifyResult
     from kvscale.engine.options import EngineOptions
 
 __all__ = ["__version__", "calibrate", "diff", "inspect", "normalize", "verify"]
@@ -139,7 +139,8 @@ def verify(
     ``activations_out``) to run a model on real text, down to perplexity."""
     from pathlib import Path
 
-    from kvscale.core.verify import ModelOptions, VerifyOptions, verify_target
+    from kvscale.core.verify.model_run import ModelOptions
+    from kvscale.core.verify.run import VerifyOptions, verify_target
 
     options = VerifyOptions(
         gpu=gpu,
@@ -154,9 +155,9 @@ def verify(
 
 def calibrate(model: PathLike, data: PathLike, out: PathLike, **options: Any) -> CalibrationResult:
     """Run ``model`` over ``data``, compute per-layer k/v scales and write them into ``out``.
-    ``options``: the ``kvscale.core.calibrate.run.CalibrateOptions`` fields (``samples``,
+    ``options``: the ``kvscale.core.calibrate.CalibrateOptions`` fields (``samples``,
     ``seq_len``, ``strategy``, ``checkpoint``, ``target``, ...)."""
-    from kvscale.core.calibrate.run import CalibrateOptions
-    from kvscale.core.calibrate.run import calibrate as run
+    from kvscale.core.calibrate import CalibrateOptions
+    from kvscale.core.calibrate import calibrate as run
 
     return run(model, data, out, CalibrateOptions(**options))

@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterable
 
 from kvscale.conventions import attention_prefix, layer_index, layer_sort_key
-from kvscale.engine.config import ModelShape
 from kvscale.errors import LimitExceededError
 from kvscale.limits import MAX_LAYERS
+from kvscale.model_config import ModelShape
 
 _DEFAULT_TEMPLATE = "model.layers.{}.self_attn"
 _INDEXED = re.compile(r"\.layers\.\d+\.")

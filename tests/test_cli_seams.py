@@ -116,7 +116,7 @@ def test_diff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_verify(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    seam = Seam(monkeypatch, "kvscale.core.verify", "verify_target")
+    seam = Seam(monkeypatch, "kvscale.core.verify.run", "verify_target")
     acts = tmp_path / "a.safetensors"
     args, _ = seam.run(
         "verify", EXAMPLE, *ENGINE_FLAGS, "--gpu", "--activations", acts, "--tokens", "77",
@@ -137,7 +137,7 @@ def test_verify(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def test_verify_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    seam = Seam(monkeypatch, "kvscale.core.verify", "verify_target")
+    seam = Seam(monkeypatch, "kvscale.core.verify.run", "verify_target")
     data, model, saved = tmp_path / "d.jsonl", tmp_path / "m", tmp_path / "kv.safetensors"
     args, _ = seam.run(
         "verify", EXAMPLE, "--model", model, "--data", data, "--samples", "3", "--seq-len", "64",
@@ -164,7 +164,7 @@ def test_verify_model_flags_need_data(flag: str) -> None:
 
 def test_calibrate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    seam = Seam(monkeypatch, "kvscale.core.calibrate.run", "plan_calibration")
+    seam = Seam(monkeypatch, "kvscale.core.calibrate", "plan_calibration")
     args, _ = seam.run(
         "calibrate", tmp_path / "model", "--data", tmp_path / "d.txt", "--out", tmp_path / "o",
         "--samples", "7", "--seq-len", "33", "--batch-size", "2", "--device", "cpu",

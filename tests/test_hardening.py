@@ -423,7 +423,7 @@ def _race(first: Any, second: Any) -> Any:
     fired: list[Any] = []
 
     def progress(event: Any) -> None:
-        if event.phase == "writing" and not fired:
+        if event.phase == "write" and not fired:
             fired.append(write_plan(second))
 
     with pytest.raises(KVScaleError) as info:

@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from kvscale.engine.config import find_quant_config, parse_model_shape
 from kvscale.engine.vllm.engine import VLLM
 from kvscale.errors import ConfigError, KVScaleError, LimitExceededError
+from kvscale.model_config import find_quant_config, parse_model_shape
 
 CONFIG = r"/ckpt/config\.json: "
 HF_QUANT = r"/ckpt/hf_quant_config\.json: "

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
 from kvscale.errors import OutputError
+from kvscale.io.staging import write_file_atomic
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem, Severity
 from kvscale.render.junit import (
@@ -27,7 +28,6 @@ from kvscale.render.junit import (
     junit_document,
     junit_error_suite,
     junit_suite,
-    write_atomic,
     xml_text,
 )
 
@@ -349,8 +349,8 @@ def test_hostile_strings_are_escaped_and_valid_xml(broken: Path) -> None:
 
 def test_write_atomic_replaces_and_leaves_nothing_behind(tmp_path: Path) -> None:
     target = tmp_path / "reports" / "new" / "kvscale.xml"
-    write_atomic(target, b"one")
-    write_atomic(target, b"two")
+    write_file_atomic(target, b"one", "report")
+    write_file_atomic(target, b"two", "report")
     assert target.read_bytes() == b"two"
     assert sorted(p.name for p in target.parent.iterdir()) == ["kvscale.xml"]
     assert (target.stat().st_mode & 0o777) == 0o644
@@ -367,14 +367,14 @@ def test_write_atomic_failure_keeps_the_old_file(
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OutputError, match="kvscale.xml: cannot write report: No space left"):
-        write_atomic(target, b"new")
+        write_file_atomic(target, b"new", "report")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["kvscale.xml"]
 
 
 def test_write_atomic_refuses_a_directory(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="is a directory"):
-        write_atomic(tmp_path, b"x")
+        write_file_atomic(tmp_path, b"x", "report")
 
 
 # --- the CLI --------------------------------------------------------------------------------

@@ -35,7 +35,6 @@ from kvscale.cli import app
 from kvscale.conventions import NORMALIZED_MARK
 from kvscale.core.normalize import (
     NormalizeOptions,
-    ProgressUpdate,
     normalize_checkpoint,
     plan_normalize,
     write_plan,
@@ -46,6 +45,7 @@ from kvscale.errors import RefusedError, UsageError
 from kvscale.io.safetensors import read_header
 from kvscale.io.safetensors_write import dtype_alignment
 from kvscale.io.staging import MANIFEST_NAME
+from kvscale.progress import ProgressEvent
 
 runner = CliRunner()
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
@@ -54,8 +54,8 @@ KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 def checkpoint_name(prefix: str, kind: str, quant_method: str) -> str | None:
     """vLLM's checkpoint name for one scale under a quant method (no architecture renames)."""
     from kvscale.engine.base import NameContext, QuantConfig
-    from kvscale.engine.config import ModelShape
     from kvscale.engine.vllm.engine import VLLM
+    from kvscale.model_config import ModelShape
 
     context = NameContext(QuantConfig(quant_method=quant_method), ModelShape(), frozenset())
     return VLLM.checkpoint_name(prefix, kind, context)
@@ -601,12 +601,12 @@ def test_read_only_input(tmp_path: Path) -> None:
 
 def test_progress_callback(tmp_path: Path) -> None:
     src = CASES_BY_NAME["sharded-index"].build(tmp_path / "src")
-    events: list[ProgressUpdate] = []
+    events: list[ProgressEvent] = []
     plan = plan_normalize(src, tmp_path / "out", NormalizeOptions(checkpoint=True), events.append)
     assert events and events[-1].phase == "headers"
     events.clear()
     result = write_plan(plan, events.append)
-    writing = [e for e in events if e.phase == "writing"]
+    writing = [e for e in events if e.phase == "write"]
     assert writing[-1].done == writing[-1].total == plan.total_bytes
     assert writing[-1].files_done == writing[-1].files_total == len(plan.files)
     assert [f.path for f in result.files] == [j.path for j in plan.files] + [MANIFEST_NAME]

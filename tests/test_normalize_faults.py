@@ -32,13 +32,13 @@ from typer.testing import CliRunner
 from kvscale.cli import app
 from kvscale.core.normalize import (
     NormalizeOptions,
-    ProgressUpdate,
     plan_normalize,
     write_plan,
 )
 from kvscale.errors import OutputError
 from kvscale.io.staging import WriteOptions, _start_time, clean_stale, is_own_output
 from kvscale.io.staging import inside as _inside
+from kvscale.progress import ProgressEvent
 
 runner = CliRunner()
 LAYERS = 8
@@ -365,8 +365,8 @@ def _run_with_fault(src: Path, out: Path, fault: Any, *, at_bytes: int, workers:
     )
     fired = {"done": False}
 
-    def progress(event: ProgressUpdate) -> None:
-        if not fired["done"] and event.phase == "writing" and event.done >= at_bytes:
+    def progress(event: ProgressEvent) -> None:
+        if not fired["done"] and event.phase == "write" and event.done >= at_bytes:
             fired["done"] = True
             fault()
 
@@ -429,8 +429,8 @@ def test_output_turns_read_only_real(big: Any, small_fs: Path) -> None:
         )
         files_seen = {"n": 0}
 
-        def progress(event: ProgressUpdate) -> None:
-            if event.phase == "writing" and event.files_done == 1 and files_seen["n"] == 0:
+        def progress(event: ProgressEvent) -> None:
+            if event.phase == "write" and event.files_done == 1 and files_seen["n"] == 0:
                 files_seen["n"] = 1
                 remount()
 

@@ -15,14 +15,9 @@ from support.checkpoints import quant_config, tensor, write_checkpoint
 from typer.testing import CliRunner
 
 from kvscale.cli import app
-from kvscale.core.verify import (
-    SATURATION_LIMIT,
-    LayerScales,
-    VerifyOptions,
-    host_device_agree,
-    synthetic_activations,
-    verify_target,
-)
+from kvscale.core.verify.run import VerifyOptions, verify_target
+from kvscale.core.verify.stats import SATURATION_LIMIT, synthetic_activations
+from kvscale.core.verify.target import LayerScales, host_device_agree
 from kvscale.kernel.formats import E4M3FN
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(REPO))  # run from a checkout without installing kvscale
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from kvscale.core.calibrate.model import write_smollm2_checkpoint
     from kvscale.errors import KVScaleError
+    from kvscale.model.smollm2 import write_smollm2_checkpoint
 
     start = time.perf_counter()
     try:

@@ -15,7 +15,7 @@ import typer
 import typer.main
 import typer.models
 
-from kvscale import __version__
+from kvscale._version import __version__
 from kvscale.cli import calibrate as _calibrate  # noqa: F401  (registers the command)
 from kvscale.cli import codes as _codes  # noqa: F401
 from kvscale.cli import diff as _diff  # noqa: F401

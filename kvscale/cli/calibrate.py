@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -204,9 +203,8 @@ def calibrate(
     """
     require("torch", "kvscale calibrate", "calibrate")
     require("transformers", "kvscale calibrate", "calibrate")
-    from kvscale.core.calibrate.run import (
+    from kvscale.core.calibrate import (
         CalibrateOptions,
-        ProgressUpdate,
         plan_calibration,
         write_calibration,
     )
@@ -239,18 +237,9 @@ def calibrate(
         max_memory=parse_max_memory(max_memory) if max_memory is not None else None,
     )
     output = output_for(json_output, quiet, fmt.value if fmt else None)
-    start = time.monotonic()
-    with output.progress("calibrating", unit="samples") as bar:
-
-        def on_progress(event: ProgressUpdate) -> None:
-            if event.phase == "calibrate":
-                rate = event.tokens / max(time.monotonic() - start, 1e-9)
-                bar.update(event.done, event.total, f"{event.tokens} tokens, {rate:.0f} tok/s")
-            elif event.phase == "write":
-                bar.update(event.done, event.total, event.label, "writing")
-
-        plan = plan_calibration(model, data, out, options, on_progress)
-        result = write_calibration(plan, on_progress) if plan.ok else None
+    with output.progress() as progress:
+        plan = plan_calibration(model, data, out, options, progress)
+        result = write_calibration(plan, progress) if plan.ok else None
     for line in problem_lines(plan.warnings):
         output.warning(line)
     for line in problem_lines(plan.blocking):

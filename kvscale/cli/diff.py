@@ -114,8 +114,8 @@ def diff(
     if threshold is None and settings.policy_file is not None:
         threshold = settings.policy_file.max_rel_change
     output = output_for(json_output, quiet, fmt.value if fmt else None)
-    with output.progress("reading shard headers", unit="shards") as bar:
-        result = diff_paths(a, b, settings.options, threshold, progress=bar.update)
+    with output.progress() as progress:
+        result = diff_paths(a, b, settings.options, threshold, progress=progress)
     if output.mode == "json":
         output.json(diff_json(result, settings.applied()))
     elif output.mode == "quiet":

@@ -207,9 +207,9 @@ def _run(target: str | Path, settings: RunSettings, revision: str | None = None)
     start = time.monotonic()
     output = Output()
     try:
-        with output.progress("reading shard headers", unit="shards") as bar:
+        with output.progress() as progress:
             report = inspect_checkpoint(
-                target, settings.options, progress=bar.update, revision=revision
+                target, settings.options, progress=progress, revision=revision
             )
     except KVScaleError as exc:
         return _Run(target, settings, None, exc, time.monotonic() - start)
@@ -278,13 +278,10 @@ def _report(
     if output.mode == "human" and len(runs) > 1:
         output.render([render.total_line(runs_summary(runs))])
     if junit is not None:
-        from kvscale.render.junit import write_junit
+        from kvscale.io.staging import write_file_atomic
+        from kvscale.render.junit import junit_document
 
-        inputs = [str(run.target) for run in runs if not is_remote(str(run.target))]
-        for run in runs:
-            if run.report is not None:
-                inputs.extend(run.report.input_paths)
-        write_junit(junit, suites, inputs=inputs)
+        write_file_atomic(junit, junit_document(suites), "report")
 
 
 def runs_summary(runs: Sequence[_Run]) -> dict[str, int]:

@@ -90,20 +90,10 @@ def normalize(
     )
     output = output_for(json_output, quiet, None if sglang_json or fmt is None else fmt.value)
     result = None
-    with output.progress("writing", bytes_=True) as bar:
-
-        def on_progress(event: object) -> None:
-            from kvscale.core.normalize import ProgressUpdate
-
-            assert isinstance(event, ProgressUpdate)
-            if event.phase == "headers":
-                bar.update(event.done, event.total, event.label, "reading headers")
-            else:
-                bar.update(event.done, event.total, event.label, "writing")
-
-        plan = plan_normalize(checkpoint, out, options, on_progress)
+    with output.progress() as progress:
+        plan = plan_normalize(checkpoint, out, options, progress)
         if plan.ok:
-            result = write_plan(plan, on_progress)
+            result = write_plan(plan, progress)
     for line in problem_lines(plan.warnings):
         output.warning(line)
     for line in problem_lines(plan.blocking):

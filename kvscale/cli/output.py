@@ -10,7 +10,8 @@ Commands never touch a console or ``sys.stdout`` directly; they hand results to 
   colour only on a terminal without ``NO_COLOR``, and every line neutralized for CI logs;
 * ``warning``/``error``/``note``: one line each on stderr;
 * ``annotations``: GitHub workflow commands on stderr (the only lines allowed to be commands);
-* ``progress``: a progress bar on stderr, only on a terminal, only for work that lasts.
+* ``progress``: a progress bar on stderr for work that lasts (on a terminal), or a line at a
+  steady interval (in a CI log), so that no long run is silent.
 
 Escaping is ``kvscale.render.escape``'s: renderers build text through ``safe_text``/``sanitize``
 (control characters and markup of checkpoint strings shown literally), and this object applies
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kvscale.progress import UNITS, ProgressEvent
 from kvscale.render.escape import neutralize, sanitize
 
 if TYPE_CHECKING:
@@ -177,10 +179,9 @@ class Output:
             self._write(self.stderr, text)
 
     @contextmanager
-    def progress(
-        self, description: str, *, unit: str = "files", bytes_: bool = False
-    ) -> Iterator[Progress]:
-        bar = Progress(self.stderr, description, unit=unit, bytes_=bytes_)
+    def progress(self) -> Iterator[Progress]:
+        """A ``ProgressFn`` for core calls: events shown on stderr (``Progress``)."""
+        bar = Progress(self.stderr)
         try:
             yield bar
         finally:
@@ -227,51 +228,100 @@ def _one_line(prefix: str, message: str, stream: TextIO) -> str:
     return line + "\n"
 
 
-class Progress:
-    """A rich progress bar on stderr that appears only when work lasts more than a moment.
+PHASE_TITLES = {
+    "headers": "reading shard headers",
+    "write": "writing",
+    "model": "loading the model",
+    "data": "reading the data",
+    "calibrate": "calibrating",
+    "evaluate": "running the model",
+    "layers": "verifying layers",
+}
+"""How each ``ProgressEvent.phase`` is shown."""
 
-    Core code calls ``update(done, total, label)``; nothing is drawn for fast runs, for
-    non-terminals, or when disabled.
-    """
+PROGRESS_INTERVAL = 15.0
+"""Seconds between progress lines when stderr is not a terminal (a CI log); the first comes after
+as long, so quick runs print none."""
+
+
+class Progress:
+    """Shows ``ProgressEvent``s on stderr: on a terminal a rich bar that appears only when work
+    lasts more than a moment; elsewhere (a CI log, a pipe) one plain line every
+    ``PROGRESS_INTERVAL`` seconds, so that a long run is never silent. Core code calls it with
+    events; nothing is shown when disabled."""
 
     def __init__(
         self,
         stream: TextIO,
-        description: str,
         *,
-        unit: str = "files",
-        bytes_: bool = False,
         delay: float = 0.4,
+        interval: float | None = None,
+        enabled: bool = True,
     ) -> None:
         self.stream = stream
-        self.description = description
-        self.unit = unit
-        self.bytes = bytes_
         self.delay = delay
-        self.enabled = _isatty(stream)
+        self.interval = PROGRESS_INTERVAL if interval is None else interval
+        self.terminal = _isatty(stream)
+        self.enabled = enabled
         self._start = time.monotonic()
+        self._phase: str | None = None
+        self._phase_start = self._start
+        self._last_line = self._start
         self._progress: Any = None
         self._task: Any = None
 
-    def update(
-        self, done: int, total: int, label: str = "", description: str | None = None
-    ) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         if not self.enabled:
             return
+        now = time.monotonic()
+        if event.phase != self._phase:
+            self._phase = event.phase
+            self._phase_start = now
+            self.close()
+        if self.terminal:
+            self._draw(event, now)
+        elif now - self._last_line >= self.interval:
+            self._last_line = now
+            self.stream.write(_one_line("progress", self._line(event, now), self.stream))
+            self.stream.flush()
+
+    def _line(self, event: ProgressEvent, now: float) -> str:
+        title = PHASE_TITLES.get(event.phase, event.phase)
+        unit = UNITS.get(event.phase, "")
+        if unit == "bytes":
+            parts = [f"{title}: {_size(event.done)} of {_size(event.total)}"]
+        else:
+            parts = [f"{title}: {event.done:,}/{event.total:,} {unit}".rstrip()]
+        elapsed = now - self._phase_start
+        if event.tokens is not None:
+            rate = event.tokens / max(elapsed, 1e-9)
+            parts.append(f"{event.tokens:,} tokens ({rate:,.0f} tok/s)")
+        if event.label:
+            parts.append(sanitize(event.label)[-60:])
+        parts.append(f"{_clock(now - self._start)} elapsed")
+        if 0 < event.done < event.total:
+            parts.append(f"about {_clock(elapsed * (event.total - event.done) / event.done)} left")
+        return ", ".join(parts)
+
+    def _draw(self, event: ProgressEvent, now: float) -> None:
         if self._progress is None:
-            if time.monotonic() - self._start < self.delay or done >= total:
+            if now - self._start < self.delay or event.done >= event.total:
                 return
-            self._open()
+            self._open(UNITS.get(event.phase, "") == "bytes", UNITS.get(event.phase, ""))
+        label = event.label
+        if event.tokens is not None:
+            rate = event.tokens / max(now - self._phase_start, 1e-9)
+            label = f"{event.tokens} tokens, {rate:.0f} tok/s"
         # Shard and layer names come from the checkpoint: escape before rich sees them.
         self._progress.update(
             self._task,
-            completed=done,
-            total=total,
+            completed=event.done,
+            total=event.total,
             label=sanitize(label)[-40:],
-            description=description or self.description,
+            description=PHASE_TITLES.get(event.phase, event.phase),
         )
 
-    def _open(self) -> None:
+    def _open(self, bytes_: bool, unit: str) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -286,16 +336,30 @@ class Progress:
 
         console = Console(file=self.stream, highlight=False, emoji=False)
         columns: list[Any] = [TextColumn("{task.description}"), BarColumn()]
-        if self.bytes:
+        if bytes_:
             columns += [DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()]
         else:
-            columns += [MofNCompleteColumn(), TextColumn(self.unit), TimeElapsedColumn()]
+            columns += [MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn()]
         columns.append(TextColumn("{task.fields[label]}", markup=False))
         self._progress = Progress(*columns, console=console, transient=True)
         self._progress.start()
-        self._task = self._progress.add_task(self.description, total=1, label="")
+        self._task = self._progress.add_task("", total=1, label="")
 
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n} B"

@@ -45,10 +45,7 @@ RevisionOpt = Annotated[
 
 
 def _engines_help() -> str:
-    parts = [
-        f"{e.describe()}" + ("" if e.scope == "every command" else f"; {e.scope}")
-        for e in ENGINES.values()
-    ]
+    parts = [e.describe() for e in ENGINES.values()]
     return ", ".join(parts[:-1]) + ", or " + parts[-1]
 
 

@@ -170,7 +170,8 @@ def verify(
     """
     require("torch", "kvscale verify", "verify")
     require("safetensors", "kvscale verify", "verify")
-    from kvscale.core.verify import ModelOptions, VerifyOptions, verify_target
+    from kvscale.core.verify.model_run import ModelOptions
+    from kvscale.core.verify.run import VerifyOptions, verify_target
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
 
     model_options = None
@@ -222,8 +223,8 @@ def verify(
         engine_kernel=engine_kernel,
     )
     output = output_for(json_output, quiet, fmt.value if fmt else None)
-    with output.progress("writing layers", unit="layers") as bar:
-        result = verify_target(target, options, progress=bar.update)
+    with output.progress() as progress:
+        result = verify_target(target, options, progress=progress)
     # --strict: a run whose kernel did not execute does not count as verified.
     ok = result.ok and not (strict and result.kernel is None)
     if output.mode == "json":

@@ -36,7 +36,7 @@ from kvscale.engine.options import EngineOptions, parse_platform
 from kvscale.engine.registry import all_kv_cache_dtypes
 from kvscale.errors import ConfigError
 from kvscale.floats import max_nan
-from kvscale.io.checkpoint import ProgressCallback
+from kvscale.progress import ProgressFn
 from kvscale.scales_file import SCHEMA as SCALES_SCHEMA
 from kvscale.scales_file import (
     LayerEntry,
@@ -262,7 +262,7 @@ def load_pair(
     b: str | os.PathLike[str],
     options: EngineOptions,
     *,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
 ) -> tuple[ScaleSet, ScaleSet]:
     """Load both sides. A checkpoint side is resolved, for every option the user left unset,
     with the settings a scales document on the other side was written for (KV-cache dtype,
@@ -437,7 +437,7 @@ def diff_paths(
     options: EngineOptions | None = None,
     threshold: float | None = None,
     *,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
 ) -> DiffResult:
     side_a, side_b = load_pair(a, b, options or EngineOptions(), progress=progress)
     return compare(side_a, side_b, threshold)

@@ -34,16 +34,17 @@ from kvscale.engine.base import (
     ScaleSource,
     UnmappedTensor,
 )
-from kvscale.engine.config import ModelShape, find_quant_config, parse_model_shape
 from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
 from kvscale.findings import Rounding, layer_problems, model_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
-from kvscale.io.checkpoint import Checkpoint, ProgressCallback, TensorRef, input_paths
+from kvscale.io.checkpoint import Checkpoint, TensorRef, input_paths
 from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
+from kvscale.model_config import ModelShape, find_quant_config, parse_model_shape
 from kvscale.problems import Problem, Severity, problem
+from kvscale.progress import ProgressFn
 
 if TYPE_CHECKING:
     from kvscale.io.remote import RemoteStats
@@ -126,7 +127,7 @@ class ScaleReport:
 def inspect_checkpoint(
     path: str | os.PathLike[str],
     options: EngineOptions | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
     *,
     revision: str | None = None,
 ) -> ScaleReport:

@@ -50,11 +50,12 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kvscale import __version__, scales_file
+import kvscale.scales_file as scales_file
+from kvscale._version import __version__
 from kvscale.conventions import NORMALIZED_MARK, Convention
 from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
@@ -83,13 +84,13 @@ from kvscale.io.safetensors_write import NewTensor
 from kvscale.io.staging import (
     FileJob,
     WriteOptions,
-    WriteProgress,
     WrittenFile,
     check_not_input,
     check_out,
     write_output,
 )
 from kvscale.problems import Problem, Severity
+from kvscale.progress import ProgressFn
 
 CHECKPOINT_DIR = "checkpoint"
 
@@ -106,21 +107,6 @@ class NormalizeOptions:
     """Revision of a Hub checkpoint (``--revision``)."""
     sglang_json: bool = False
     """Also write SGLang's ``--quantization-param-path`` JSON (``--format sglang-json``)."""
-
-
-@dataclass(frozen=True)
-class ProgressUpdate:
-    phase: str
-    """``headers`` (reading shard headers) or ``writing``."""
-    done: int
-    total: int
-    """Bytes (writing) or shards (headers)."""
-    files_done: int
-    files_total: int
-    label: str = ""
-
-
-ProgressFn = Callable[[ProgressUpdate], None]
 
 
 @dataclass(frozen=True)
@@ -360,15 +346,11 @@ def plan_normalize(
     options = options or NormalizeOptions()
     out_path = Path(out)
 
-    def header_progress(done: int, total: int, name: str) -> None:
-        if progress is not None:
-            progress(ProgressUpdate("headers", done, total, done, total, name))
-
     options.engine.rules.require("normalize")
     ckpt = open_input(
         checkpoint,
         revision=options.revision,
-        progress=header_progress,
+        progress=progress,
         local_only="normalize --checkpoint" if options.checkpoint else None,
     )
     check_not_input(out_path, input_paths(ckpt, other=True) if ckpt.is_local else [], "--out")
@@ -751,21 +733,8 @@ def write_plan(plan: NormalizePlan, progress: ProgressFn | None = None) -> Norma
             hint="fix the checkpoint, or pass --force to leave such layers as they are",
         )
 
-    def on_write(event: WriteProgress) -> None:
-        if progress is not None:
-            progress(
-                ProgressUpdate(
-                    "writing",
-                    event.done,
-                    event.total,
-                    event.files_done,
-                    event.files_total,
-                    event.label,
-                )
-            )
-
     write = replace(plan.options.write, force=plan.options.force)
-    files, replaced = write_output(plan.out, plan.files, write, on_write, source=plan.checkpoint)
+    files, replaced = write_output(plan.out, plan.files, write, progress, source=plan.checkpoint)
     return NormalizeResult(plan, plan.out, files, replaced)
 
 
@@ -785,7 +754,6 @@ __all__ = [
     "NormalizeOptions",
     "NormalizePlan",
     "NormalizeResult",
-    "ProgressUpdate",
     "normalize_checkpoint",
     "plan_normalize",
     "safe_tensor_name",

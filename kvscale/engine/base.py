@@ -20,8 +20,8 @@ from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
 
 if TYPE_CHECKING:
-    from kvscale.engine.config import ModelShape, RawQuantConfig
     from kvscale.engine.options import EngineOptions
+    from kvscale.model_config import ModelShape, RawQuantConfig
     from kvscale.problems import Problem
 
 ScaleValue = float | tuple[float, ...]

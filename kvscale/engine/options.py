@@ -13,7 +13,6 @@ from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from kvscale.engine.config import normalize_model_dtype
 from kvscale.engine.registry import (
     DEFAULT_ENGINE,
     ENGINES,
@@ -24,6 +23,7 @@ from kvscale.engine.registry import (
     parse_engine,
 )
 from kvscale.errors import UsageError
+from kvscale.model_config import normalize_model_dtype
 
 if TYPE_CHECKING:
     from kvscale.engine.base import Engine

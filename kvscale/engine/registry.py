@@ -42,7 +42,9 @@ class EngineEntry:
     """``module:attribute`` of the tuple of its ``--kv-cache-dtype`` values (a light module)."""
 
     def describe(self) -> str:
-        return f"{self.name.value} ({self.title} {self.release})"
+        """``vllm (0.33.0)``; the scope too where it is not every command."""
+        scope = "" if self.scope == "every command" else f"; {self.scope}"
+        return f"{self.name.value} ({self.release}{scope})"
 
 
 ENGINES: dict[EngineName, EngineEntry] = {

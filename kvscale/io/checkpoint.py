@@ -12,7 +12,7 @@ names (no ``/``, ``..``, absolute paths or NUL), so an index cannot make kvscale
 checkpoint; only regular files are opened, without blocking (a FIFO named ``*.safetensors`` or
 ``config.json`` cannot hang a run); every JSON file is read through a size cap; a dangling
 symlink is reported as one, never mistaken for an absent optional file. What config.json means is
-not decided here (``kvscale.engine.config`` parses it, with ``Checkpoint.config_path`` in its
+not decided here (``kvscale.model_config`` parses it, with ``Checkpoint.config_path`` in its
 messages).
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,10 +45,9 @@ from kvscale.io.safetensors import (
     read_tensor_bytes,
 )
 from kvscale.limits import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, MAX_SHARDS, Limit
+from kvscale.progress import ProgressEvent, ProgressFn
 
 INDEX_NAME = "model.safetensors.index.json"
-ProgressCallback = Callable[[int, int, str], None]
-"""Called as ``progress(done, total, file_name)`` while shard headers are read."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +289,7 @@ class CheckpointSource(Protocol):
         ...
 
     def read_headers(
-        self, names: Sequence[str], progress: ProgressCallback | None
+        self, names: Sequence[str], progress: ProgressFn | None
     ) -> dict[str, SafetensorsHeader]:
         """The validated header of every named shard."""
         ...
@@ -320,13 +319,13 @@ class LocalSource:
         return read_json_file(self.root / name, what, limit=limit)
 
     def read_headers(
-        self, names: Sequence[str], progress: ProgressCallback | None
+        self, names: Sequence[str], progress: ProgressFn | None
     ) -> dict[str, SafetensorsHeader]:
         headers: dict[str, SafetensorsHeader] = {}
         for number, name in enumerate(names):
             headers[name] = read_header(self.root / name)
             if progress is not None:
-                progress(number + 1, len(names), name)
+                progress(ProgressEvent("headers", number + 1, len(names), name))
         return headers
 
     def read_tensors(self, file: str, infos: Sequence[TensorInfo]) -> dict[str, bytes]:
@@ -336,7 +335,7 @@ class LocalSource:
 
 def open_checkpoint(
     path_given: str | os.PathLike[str],
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
     *,
     source: CheckpointSource | None = None,
     layout: str | None = None,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from kvscale.errors import UsageError
-from kvscale.io.checkpoint import Checkpoint, ProgressCallback, open_checkpoint
+from kvscale.io.checkpoint import Checkpoint, open_checkpoint
+from kvscale.progress import ProgressFn
 
 
 def _may_be_remote(given: str) -> bool:
@@ -33,7 +34,7 @@ def open_input(
     given: str | os.PathLike[str],
     *,
     revision: str | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
     local_only: str | None = None,
 ) -> Checkpoint:
     """Open a checkpoint wherever it lives: headers and config files only, never the weights.

@@ -84,7 +84,6 @@ from kvscale.io.checkpoint import (
     INDEX_NAME,
     Checkpoint,
     LocalSource,
-    ProgressCallback,
     open_checkpoint,
     read_json_file,
 )
@@ -103,6 +102,7 @@ from kvscale.limits import (
     MAX_SCALE_ELEMENTS,
     Limit,
 )
+from kvscale.progress import ProgressEvent, ProgressFn
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -416,7 +416,7 @@ class _Http:
         import huggingface_hub
         from huggingface_hub import constants, get_session
 
-        from kvscale import __version__
+        from kvscale._version import __version__
 
         self.options = options
         self._session = get_session()
@@ -991,7 +991,7 @@ class RemoteSource:
         return doc
 
     def read_headers(
-        self, names: Sequence[str], progress: ProgressCallback | None
+        self, names: Sequence[str], progress: ProgressFn | None
     ) -> dict[str, SafetensorsHeader]:
         from concurrent.futures import as_completed
 
@@ -1007,7 +1007,7 @@ class RemoteSource:
                 name = futures[future]
                 headers[name] = future.result()
                 if progress is not None:
-                    progress(done, len(names), name)
+                    progress(ProgressEvent("headers", done, len(names), name))
             failed = False
         finally:
             if failed:
@@ -1215,7 +1215,7 @@ def remote_stats(ckpt: Checkpoint) -> RemoteStats | None:
 def open_remote(
     spec: str,
     revision: str | None,
-    progress: ProgressCallback | None,
+    progress: ProgressFn | None,
     *,
     options: RemoteOptions | None = None,
 ) -> Checkpoint:
@@ -1263,9 +1263,7 @@ def _token(what: str) -> str | None:
         raise InputError(what, f"cannot get a Hugging Face token: {reason}") from None
 
 
-def _open_hub(
-    spec: RemoteSpec, progress: ProgressCallback | None, options: RemoteOptions
-) -> Checkpoint:
+def _open_hub(spec: RemoteSpec, progress: ProgressFn | None, options: RemoteOptions) -> Checkpoint:
     assert spec.repo is not None
     revision = spec.revision or "main"
     endpoint = hub_endpoint()
@@ -1326,9 +1324,7 @@ def _wanted(options: RemoteOptions) -> Callable[[TensorInfo], bool] | None:
     return kv_scale_candidate if options.prefetch_scales else None
 
 
-def _open_url(
-    spec: RemoteSpec, progress: ProgressCallback | None, options: RemoteOptions
-) -> Checkpoint:
+def _open_url(spec: RemoteSpec, progress: ProgressFn | None, options: RemoteOptions) -> Checkpoint:
     assert spec.url is not None and spec.file is not None
     if _is_offline():
         raise offline_error(_short_url(spec.url))
@@ -1351,9 +1347,7 @@ def _open_url(
     return _open_source(spec, source, progress)
 
 
-def _open_source(
-    spec: RemoteSpec, source: RemoteSource, progress: ProgressCallback | None
-) -> Checkpoint:
+def _open_source(spec: RemoteSpec, source: RemoteSource, progress: ProgressFn | None) -> Checkpoint:
     try:
         return open_checkpoint(spec.given, progress, source=source, layout="remote")
     except BaseException:
@@ -1362,7 +1356,7 @@ def _open_source(
 
 
 def _open_cached(
-    spec: RemoteSpec, snapshot: Path, stats: RemoteStats, progress: ProgressCallback | None
+    spec: RemoteSpec, snapshot: Path, stats: RemoteStats, progress: ProgressFn | None
 ) -> Checkpoint:
     source = HubCacheSource(snapshot, spec, stats)
     return open_checkpoint(spec.given, progress, source=source, layout="hf-cache")

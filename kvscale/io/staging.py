@@ -41,6 +41,7 @@ from kvscale.io.safetensors_write import (
     write_bytes,
     write_layout,
 )
+from kvscale.progress import ProgressEvent, ProgressFn
 
 STAGING_MARK = ".kvscale-tmp-"
 OLD_MARK = ".kvscale-old-"
@@ -75,19 +76,6 @@ class WrittenFile:
     bytes: int
     sha256: str | None
     method: str
-
-
-@dataclass(frozen=True)
-class WriteProgress:
-    done: int
-    """Bytes written so far."""
-    total: int
-    files_done: int
-    files_total: int
-    label: str = ""
-
-
-WriteProgressFn = Callable[[WriteProgress], None]
 
 
 class _Aborted(Exception):
@@ -310,6 +298,94 @@ def clean_stale(out: Path) -> list[Path]:
     return removed
 
 
+# --- single files and whole directories written by another library ------------------------------
+
+
+def write_file_atomic(
+    path: str | os.PathLike[str],
+    content: bytes | Callable[[Path], None],
+    what: str,
+    *,
+    mode: int = 0o644,
+) -> None:
+    """One file, so that readers see the old file or the whole new one, never a part.
+
+    ``content``: the bytes, or a function that writes the file at the path it is given (a
+    library's own writer, e.g. ``safetensors.torch.save_file``). The temporary file lives in the
+    target directory (``os.replace`` is atomic only within one file system); missing parent
+    directories are created (report paths are often new); ``mode`` (mkstemp makes 0600) lets
+    others read what a CI job publishes. ``what`` names the file in errors.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError(f"{target}: is a directory")
+    tmp: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        tmp = Path(name)
+        if isinstance(content, bytes):
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content)
+        else:
+            os.close(fd)
+            content(tmp)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        tmp = None
+        fsync_dir(target.parent)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write {what}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def write_directory_atomic(out: str | os.PathLike[str], fill: Callable[[Path], None]) -> Path:
+    """A new directory that another library writes (``save_pretrained``): ``fill`` writes into a
+    staging sibling, which is renamed to ``out`` only when complete; ``out`` must not exist (an
+    existing one is never replaced). Modes are those a plain ``mkdir``/``open`` give under the
+    umask (``mkdtemp`` would leave the directory 0700)."""
+    target = Path(out)
+    if os.path.lexists(target):
+        raise OutputError(f"{target} already exists; choose a new directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}{STAGING_MARK}{_run_tag()}"
+    try:
+        staging.mkdir()
+        fill(staging)
+        _plain_modes(staging)
+        if not renameat2(staging, target, _RENAME_NOREPLACE):
+            if os.path.lexists(target):
+                raise OutputError(f"{target} appeared while it was written; nothing replaced")
+            os.rename(staging, target)
+        fsync_dir(target.parent)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _plain_modes(directory: Path) -> None:
+    """Give ``directory`` and everything in it the modes a plain ``mkdir``/``open`` give under
+    the umask (read off a probe of each, without touching the process umask)."""
+    probe = directory / ".kvscale-mode-probe"
+    probe.mkdir()
+    dir_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.rmdir()
+    probe.touch()
+    file_mode = stat.S_IMODE(probe.stat().st_mode)
+    probe.unlink()
+    os.chmod(directory, dir_mode)
+    for path in directory.rglob("*"):
+        if path.is_symlink():
+            continue
+        os.chmod(path, dir_mode if path.is_dir() else file_mode)
+
+
 # --- writing -------------------------------------------------------------------------------------
 
 
@@ -395,7 +471,7 @@ def write_output(
     out: Path,
     jobs: Sequence[FileJob],
     options: WriteOptions,
-    progress: WriteProgressFn | None = None,
+    progress: ProgressFn | None = None,
     *,
     source: str = "the input",
     check: Callable[[Path], None] | None = None,
@@ -461,7 +537,7 @@ def _write_files(
     staging: Path,
     options: WriteOptions,
     umask: int,
-    progress: WriteProgressFn | None,
+    progress: ProgressFn | None,
 ) -> dict[str, WrittenFile]:
     total = sum(job.size for job in jobs)
     files_total = len(jobs)
@@ -472,7 +548,16 @@ def _write_files(
 
     def report(label: str) -> None:
         if progress is not None:
-            progress(WriteProgress(state["done"], total, state["files"], files_total, label))
+            progress(
+                ProgressEvent(
+                    "write",
+                    state["done"],
+                    total,
+                    label,
+                    files_done=state["files"],
+                    files_total=files_total,
+                )
+            )
 
     def on_bytes_for(label: str) -> Callable[[int], None]:
         def on_bytes(n: int) -> None:

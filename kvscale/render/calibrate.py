@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__
-from kvscale.core.calibrate.run import CalibrationPlan, CalibrationResult
+from kvscale._version import __version__
+from kvscale.core.calibrate import CalibrationPlan, CalibrationResult
 from kvscale.floats import encode_json_value, format_value, max_nan
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__
+from kvscale._version import __version__
 from kvscale.core.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
 from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.floats import encode_json_value, format_value

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__
+from kvscale._version import __version__
 from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule, ScaleSource
 from kvscale.floats import encode_json_value, format_value

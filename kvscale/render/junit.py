@@ -24,18 +24,14 @@ characters at all (not even as character references), so they are written as vis
 
 from __future__ import annotations
 
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from kvscale import __version__
+from kvscale._version import __version__
 from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule
-from kvscale.errors import OutputError
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem
 from kvscale.render.escape import sanitize
@@ -408,46 +404,3 @@ def junit_document(suites: Sequence[ET.Element]) -> bytes:
     ET.indent(root)
     data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return data + b"\n"
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write a report so that readers see the old file or the whole new one, never a part.
-
-    The temporary file lives in the target directory (``os.replace`` is atomic only within one
-    file system); missing parent directories are created, as CI report paths often are new.
-    """
-    target = Path(path)
-    if target.is_dir():
-        raise OutputError(f"{target}: is a directory")
-    tmp: str | None = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a CI report must be readable by others
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write report: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def write_junit(
-    path: str | os.PathLike[str],
-    suites: Sequence[ET.Element],
-    *,
-    inputs: Sequence[str | os.PathLike[str]] = (),
-) -> None:
-    """Write the report (never onto, or into, one of the ``inputs``)."""
-    from kvscale.io.staging import check_not_input
-
-    check_not_input(Path(path), [Path(p) for p in inputs], "--junit")
-    write_atomic(path, junit_document(suites))

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__
+from kvscale._version import __version__
 from kvscale.core.normalize import NormalizePlan, NormalizeResult
 from kvscale.engine.base import KINDS
 from kvscale.floats import format_value

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__
-from kvscale.core.verify import KindStats, ModelEval, VerifyResult
+from kvscale._version import __version__
+from kvscale.core.verify.model_run import ModelEval
+from kvscale.core.verify.run import VerifyResult
+from kvscale.core.verify.stats import KindStats
 from kvscale.floats import encode_json_value
 from kvscale.render._common import layer_labels
 from kvscale.render.escape import safe_text, sanitize

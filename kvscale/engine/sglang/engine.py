@@ -32,7 +32,6 @@ from kvscale.engine.base import (
     ScaleSource,
     UnmappedTensor,
 )
-from kvscale.engine.config import ModelShape, RawQuantConfig
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
 from kvscale.engine.sglang import (
@@ -46,6 +45,7 @@ from kvscale.engine.sglang import (
     kv_cache_dtypes as kv_dtypes,
 )
 from kvscale.layers import is_kv_cache_layer
+from kvscale.model_config import ModelShape, RawQuantConfig
 from kvscale.problems import Problem, problem
 
 _TARGET = re.compile(r"^(?P<layer>.+\.attn)\.(?P<kind>[kv]_scale)$")

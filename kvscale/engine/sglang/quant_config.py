@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvscale.engine.base import EnginePath, QuantConfig
-from kvscale.engine.config import (
+from kvscale.engine.sglang.kv_cache_dtypes import KV_CACHE_DTYPES
+from kvscale.errors import UsageError
+from kvscale.model_config import (
     ModelShape,
     RawQuantConfig,
     brief_json,
     dtype_alias,
     quark_kv_cache_group,
 )
-from kvscale.engine.sglang.kv_cache_dtypes import KV_CACHE_DTYPES
-from kvscale.errors import UsageError
 
 _ACTIVATION_DTYPE_CHECKED = frozenset(["fp8", "modelopt_fp8", "compressed-tensors", "quark"])
 """Quant methods whose ``get_supported_act_dtypes`` lists only bfloat16 and float16."""

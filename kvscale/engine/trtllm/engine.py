@@ -20,11 +20,11 @@ from kvscale.engine.base import (
     ScaleSource,
     UnmappedTensor,
 )
-from kvscale.engine.config import ModelShape, RawQuantConfig, dtype_alias
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
 from kvscale.engine.trtllm.kv_cache_dtypes import KV_CACHE_DTYPES
 from kvscale.errors import UsageError
+from kvscale.model_config import ModelShape, RawQuantConfig, dtype_alias
 from kvscale.problems import Problem, problem
 
 _MODELOPT = re.compile(r"^(?P<prefix>.+)\.(?P<proj>[kv])_proj\.(?P=proj)_scale$")

@@ -30,7 +30,6 @@ from kvscale.engine.base import (
     ScaleSource,
     UnmappedTensor,
 )
-from kvscale.engine.config import ModelShape, RawQuantConfig
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
 from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
@@ -40,6 +39,7 @@ from kvscale.engine.vllm.architectures import (
     NOT_AUTO_LOADED,
     OUTPUT_SCALE_DROPPING,
 )
+from kvscale.model_config import ModelShape, RawQuantConfig
 from kvscale.problems import Problem, problem
 
 _PARAMETER_KINDS = frozenset(["k_scale", "v_scale", "q_scale", "prob_scale"]) | {

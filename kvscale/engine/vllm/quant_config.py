@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvscale.engine.base import EnginePath, QuantConfig
-from kvscale.engine.config import (
+from kvscale.engine.vllm.kv_cache_dtypes import KV_CACHE_DTYPES
+from kvscale.errors import UsageError
+from kvscale.model_config import (
     ModelShape,
     RawQuantConfig,
     brief_json,
     dtype_alias,
     quark_kv_cache_group,
 )
-from kvscale.engine.vllm.kv_cache_dtypes import KV_CACHE_DTYPES
-from kvscale.errors import UsageError
 
 _ENGINE_PATHS = {
     "compressed-tensors": EnginePath.COMPRESSED_TENSORS,

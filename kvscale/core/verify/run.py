@@ -1,0 +1,423 @@
+"""``kvscale verify``: write every layer's K/V through the cache write with the resolved scales and
+prove the result bit for bit against the CPU reference writer (``verify_target``).
+
+Core module: returns a ``VerifyResult`` and raises typed errors; the CLI renders. torch is
+imported here (verify needs it), never by ``inspect``/``normalize``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kvscale.core.verify.model_run import ModelEval, ModelOptions, run_model
+from kvscale.core.verify.stats import (
+    ERROR_LIMIT,
+    SATURATION_LIMIT,
+    UNDERFLOW_LIMIT,
+    KindStats,
+    run_layer,
+    synthetic_activations,
+    with_failure,
+)
+from kvscale.core.verify.target import LayerScales, Target, host_device_agree, load_target
+from kvscale.engine.options import EngineOptions
+from kvscale.errors import (
+    EnvironmentMissingError,
+    InputError,
+    LimitExceededError,
+    UsageError,
+    require,
+)
+from kvscale.io.safetensors import read_header
+from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.limits import MAX_VERIFY_ELEMENTS
+from kvscale.progress import ProgressEvent, ProgressFn
+
+KERNEL_NAME = "kvscale.kernel.triton_cache.reshape_and_cache_flash (Triton)"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    gpu: bool = False
+    activations: Path | None = None
+    tokens: int = 4096
+    seed: int = 0
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    """The options a checkpoint target is resolved with, exactly as ``inspect`` would; a scales
+    output holds values already resolved, and options that contradict it are refused."""
+    revision: str | None = None
+    """Revision of a Hub checkpoint target (``--revision``)."""
+    model: ModelOptions | None = None
+    """Capture K/V by running a model on real text (``--data``) instead of synthetic data."""
+    engine_kernel: bool = False
+    """Also run the engine's own GPU cache write (vLLM's Triton kernel) and compare its bytes."""
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    name: str
+    k: KindStats | None
+    v: KindStats | None
+    host_device_agree: bool
+    error: str | None = None
+    """Why the engine refuses this layer (no scales to write with): the layer fails."""
+
+    @property
+    def data(self) -> str | None:
+        """Where the layer's K/V came from (``activations``, ``model`` or ``synthetic``)."""
+        kinds = {s.data for s in (self.k, self.v) if s is not None}
+        return kinds.pop() if len(kinds) == 1 else ("+".join(sorted(kinds)) or None)
+
+    @property
+    def passed(self) -> bool:
+        if self.error is not None or self.k is None or self.v is None:
+            return False
+        return self.k.passed and self.v.passed and self.host_device_agree
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    target: str
+    target_kind: str
+    device: str
+    kernel: str | None
+    kv_cache_dtype: str
+    fp8_format: str
+    platform: str
+    tokens: int
+    host_device_agree: bool
+    layers: tuple[LayerResult, ...]
+    notes: tuple[str, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    engine: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    synthetic_layers: tuple[str, ...] = ()
+    """Layers whose K/V were synthetic although activations were given (the file lacks them)."""
+    model_eval: ModelEval | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            bool(self.layers)
+            and self.host_device_agree
+            and all(layer.passed for layer in self.layers)
+            and not (self.model_eval is not None and self.model_eval.failures)
+        )
+
+
+# --- loading a target ----------------------------------------------------------------------------
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+def load_activations(path: Path, target: Target) -> dict[str, Any]:
+    """The target's K/V from a ``--activations`` file: validated by kvscale's own header checks
+    first, each tensor bounded by ``max-verify-elements``, and only the tensors of the target's
+    layers read (never the whole file)."""
+    header = read_header(path)
+    wanted = {f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")}
+    present = [name for name in header.tensors if name in wanted]
+    limit = MAX_VERIFY_ELEMENTS.value()
+    for name in present:
+        info = header.tensors[name]
+        if info.numel > limit:
+            raise LimitExceededError(
+                path,
+                f"activation {name!r} has {info.numel:,} elements",
+                hint=MAX_VERIFY_ELEMENTS.describe(),
+            )
+    _match_activations(path, header.tensors, target)
+    from safetensors import safe_open
+
+    out: dict[str, Any] = {}
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            for name in present:
+                out[name] = handle.get_tensor(name)
+    except Exception as exc:  # safetensors raises its own error types
+        raise InputError(path, f"cannot load activations ({exc})") from None
+    return out
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def _gpu_device() -> tuple[Any, str]:
+    if not torch.cuda.is_available():
+        raise EnvironmentMissingError(
+            "--gpu: no CUDA device is available",
+            hint="run on a machine with an NVIDIA GPU (compute capability >= 8.9 for FP8), or "
+            "drop --gpu to run the CPU reference only",
+        )
+    major, minor = torch.cuda.get_device_capability(0)
+    name = torch.cuda.get_device_name(0)
+    if (major, minor) < (8, 9):
+        raise EnvironmentMissingError(
+            f"--gpu: {name} (compute capability {major}.{minor}) has no FP8 conversion support",
+            hint="FP8 KV caches need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
+        )
+    require("triton", "kvscale verify --gpu", "gpu")
+    return torch.device("cuda", 0), name
+
+
+def _fmt_for(kv_cache_dtype: str, platform: str) -> tuple[str, FP8Format]:
+    name = kv_cache_dtype
+    if name in ("fp8", "fp8_e4m3") and platform == "fnuz":
+        name = "fp8_e4m3fnuz"
+    try:
+        kv = resolve_kv_cache_dtype(name)
+    except ValueError:
+        kv = resolve_kv_cache_dtype("fp8")
+    if kv.fp8 is None:
+        kv = resolve_kv_cache_dtype("fp8_e4m3fnuz" if platform == "fnuz" else "fp8")
+    assert kv.fp8 is not None
+    return kv.name, kv.fp8
+
+
+def verify_target(
+    path: str | os.PathLike[str], options: VerifyOptions, progress: ProgressFn | None = None
+) -> VerifyResult:
+    if options.tokens < 1 or options.tokens > 1 << 22:
+        raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
+    options.engine.rules.require("verify")
+    target = load_target(path, options.engine, revision=options.revision)
+    notes = list(target.notes)
+    kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
+    if kv_name != target.kv_cache_dtype:
+        notes.append(
+            f"the target's KV-cache dtype {target.kv_cache_dtype} is not an fp8 one; verified "
+            f"as {kv_name}"
+        )
+    _check_size(options.tokens, target)
+    device = torch.device("cpu")
+    device_name = "cpu"
+    kernel: Callable[..., None] | None = None
+    if options.gpu:
+        if not fmt.gpu_writable:
+            raise EnvironmentMissingError(
+                f"--gpu: an NVIDIA GPU cannot write {fmt.name} (ROCm MI300 format)",
+                hint="drop --gpu to check the fnuz values with the CPU reference",
+            )
+        device, device_name = _gpu_device()
+        from kvscale.kernel.triton_cache import reshape_and_cache_flash
+
+        kernel = reshape_and_cache_flash
+    else:
+        notes.append("the kernel did not run (no --gpu): statistics come from the CPU reference")
+    engine_write = options.engine.rules.cache_write(kv_name, options.engine.attention_backend)
+    if engine_write is not None:
+        notes.append(
+            f"statistics describe the engine's own write: {engine_write.name} ({engine_write.note})"
+        )
+    engine_kernel: Callable[..., None] | None = None
+    if options.engine_kernel:
+        if kernel is None:
+            raise UsageError(
+                "--engine-kernel compares the engine's own GPU cache write with kvscale's "
+                "kernel: it needs --gpu"
+            )
+        from kvscale.engine.vllm.cache_write import load_vllm_kernel, reshape_and_cache_flash
+
+        if options.engine.engine_name != "vllm":
+            raise UsageError("--engine-kernel runs vLLM's own kernel: use it with --engine vllm")
+        loaded = load_vllm_kernel()
+        engine_kernel = reshape_and_cache_flash
+        notes.append(
+            f"engine kernel: vLLM's triton_reshape_and_cache_flash from {loaded.origin} "
+            f"{loaded.path} (version {loaded.version}, "
+            f"{'the 0.33.0 file' if loaded.is_pinned else 'not the 0.33.0 file'})"
+        )
+    activations: dict[str, Any] = {}
+    data_label = "activations"
+    activations_path = options.activations
+    model_eval: ModelEval | None = None
+    if options.model is not None:
+        if options.activations is not None:
+            raise UsageError(
+                "--activations and --data exclude each other (--data captures the K/V by "
+                "running the model)"
+            )
+        with tempfile.TemporaryDirectory(prefix="kvscale-verify-") as scratch:
+            saved = options.model.activations_out or Path(scratch) / "activations.safetensors"
+            model_eval = run_model(
+                path,
+                target,
+                options.model,
+                options.gpu,
+                fmt,
+                kv_name,
+                kernel,
+                saved,
+                progress,
+                engine_write,
+            )
+            activations = load_activations(saved, target)
+        data_label = "model"
+        activations_path = saved
+    elif options.activations is not None:
+        activations = load_activations(options.activations, target)
+    generator = torch.Generator().manual_seed(options.seed)
+    results: list[LayerResult] = []
+    synthetic: list[str] = []
+    agree_all = True
+    for index, layer in enumerate(target.layers):
+        agree = host_device_agree(layer)
+        agree_all = agree_all and not agree
+        kv_data: dict[str, tuple[torch.Tensor, str]] = {}
+        heads = max(len(layer.k_device), len(layer.v_device))
+        for kind, scale in (("k", layer.k_device), ("v", layer.v_device)):
+            captured = activations.get(f"{layer.name}.{kind}")
+            if captured is not None:
+                kv_data[kind] = (
+                    check_activation(captured, activations_path, layer.name, kind),
+                    data_label,
+                )
+            else:
+                h = heads if heads > 1 else target.kv_heads
+                kv_data[kind] = (
+                    synthetic_activations(
+                        options.tokens, h, target.head_size, scale, fmt, generator
+                    ),
+                    "synthetic",
+                )
+        if activations and any(src == "synthetic" for _, src in kv_data.values()):
+            synthetic.append(layer.name)
+        check_pair(kv_data, activations_path, layer.name, layer)
+        k_stats, v_stats = run_layer(
+            layer, kv_data, kv_name, fmt, device, kernel, generator, engine_write, engine_kernel
+        )
+        if agree:
+            k_stats = with_failure(k_stats, "; ".join(agree))
+        results.append(LayerResult(layer.name, k_stats, v_stats, not agree))
+        if progress is not None:
+            progress(ProgressEvent("layers", index + 1, len(target.layers), layer.name))
+    results.extend(LayerResult(name, None, None, True, why) for name, why in target.refused)
+    if target.refused and target.kind == "scales-output":
+        agree_all = False
+    if synthetic:
+        shown = ", ".join(synthetic[:3]) + (
+            f" and {len(synthetic) - 3} more" if len(synthetic) > 3 else ""
+        )
+        notes.append(
+            f"{len(synthetic)} layer(s) ran on synthetic data: the activations file has no K/V "
+            f"for {shown}"
+        )
+    if not results:
+        notes.append("the target has no attention layer with scales to verify")
+    return VerifyResult(
+        target=str(path),
+        target_kind=target.kind,
+        device=device_name,
+        kernel=KERNEL_NAME if kernel is not None else None,
+        kv_cache_dtype=kv_name,
+        fp8_format=fmt.name,
+        platform=target.platform,
+        tokens=options.tokens,
+        host_device_agree=agree_all,
+        layers=tuple(results),
+        notes=tuple(notes),
+        thresholds={
+            "saturated": SATURATION_LIMIT,
+            "underflow": UNDERFLOW_LIMIT,
+            "rel_rms_error": ERROR_LIMIT[fmt.name],
+        },
+        engine=target.engine,
+        options=target.options,
+        synthetic_layers=tuple(synthetic),
+        model_eval=model_eval,
+    )
+
+
+def _check_size(tokens: int, target: Target) -> None:
+    """Refuse caches larger than ``max-verify-elements`` before allocating anything."""
+    limit = MAX_VERIFY_ELEMENTS.value()
+    for layer in target.layers:
+        heads = max(len(layer.k_device), len(layer.v_device))
+        heads = heads if heads > 1 else target.kv_heads
+        elements = tokens * heads * target.head_size
+        if elements > limit:
+            raise LimitExceededError(
+                target.path,
+                f"verifying {layer.name} needs {tokens:,} tokens x {heads:,} kv heads x "
+                f"{target.head_size:,} head size = {elements:,} elements",
+                hint=MAX_VERIFY_ELEMENTS.describe() + "; or pass a smaller --tokens",
+            )
+
+
+def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -> None:
+    """An activations file that feeds no layer is an input error, naming what was expected."""
+    expected = [f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")]
+    if not expected or any(name in tensors for name in expected):
+        return
+    found = sorted(tensors)
+    close = sorted(
+        {m for name in expected[:64] for m in difflib.get_close_matches(name, found, n=1)}
+    )
+    shown_found = ", ".join(repr(n) for n in (close or found)[:3]) or "no tensors at all"
+    raise InputError(
+        path,
+        f"no K/V for any layer of {target.path}: expected names like {expected[0]!r} "
+        f"(<layer>.k / <layer>.v, layer names as in kvscale inspect); "
+        f"{'closest found' if close else 'found'}: {shown_found}",
+        hint="rename the tensors, or capture them with kvscale verify --model --activations-out",
+    )
+
+
+def check_pair(
+    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    path: Path | None,
+    layer: str,
+    scales: LayerScales | None = None,
+) -> None:
+    """K and V of one layer come together, in one dtype and one head layout, matching the
+    target's per-head scales: otherwise the file is at fault, and the error names it."""
+    (key, key_src), (value, value_src) = kv_data["k"], kv_data["v"]
+    if (key_src == "synthetic") != (value_src == "synthetic"):
+        have, lack = ("k", "v") if value_src == "synthetic" else ("v", "k")
+        raise InputError(
+            path or "activations",
+            f"holds {layer}.{have} but no {layer}.{lack}: K and V of a layer are captured together",
+        )
+    if key.dtype != value.dtype:
+        raise InputError(
+            path or "activations",
+            f"{layer}.k is {key.dtype} but {layer}.v is {value.dtype}: K and V of one layer "
+            "share the model dtype",
+        )
+    if key.shape[1:] != value.shape[1:]:
+        raise InputError(
+            path or "activations",
+            f"{layer}.k is [tokens, {key.shape[1]}, {key.shape[2]}] but {layer}.v is "
+            f"[tokens, {value.shape[1]}, {value.shape[2]}]: K and V of one layer share the "
+            "kv heads and head size",
+        )
+    if scales is not None:
+        for kind, x, device in (("k", key, scales.k_device), ("v", value, scales.v_device)):
+            if len(device) > 1 and x.dim() == 3 and x.shape[1] != len(device):
+                raise InputError(
+                    path or "activations",
+                    f"{layer}.{kind} has {x.shape[1]} kv heads but the target holds "
+                    f"{len(device)} per-head {kind} scales",
+                )
+
+
+def check_activation(t: torch.Tensor, path: Path | None, layer: str, kind: str) -> torch.Tensor:
+    if t.dim() != 3 or t.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise InputError(
+            path or "activations",
+            f"{layer}.{kind} must be [tokens, num_kv_heads, head_size] in bf16/fp16/fp32, got "
+            f"{list(t.shape)} {t.dtype}",
+        )
+    return t
+
+
+# --- verify --model: the model's own K/V, and what the FP8 cache does to its predictions ---------

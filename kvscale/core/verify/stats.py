@@ -1,0 +1,279 @@
+"""One layer through the cache write, measured: the thresholds a layer must meet, synthetic K/V
+sized to the scale, and the statistics of a write (saturated, underflow, round-trip error, bytes
+that differ between the kernel and the reference).
+
+Thresholds (documented in the README and ``kvscale verify --help``), per layer and kind:
+
+* every scale finite and positive, host float == device tensor (bit for bit);
+* ``mismatched_bytes == 0`` when the kernel ran (padding slots must stay untouched);
+* ``saturated <= SATURATION_LIMIT``: the fraction of values whose ``x / scale`` lies beyond the
+  format's finite max (clipped to +-max: the scale is too small for the data);
+* ``underflow <= UNDERFLOW_LIMIT``: the fraction of nonzero values stored as zero (the scale is
+  far too large for the data);
+* ``rel_rms_error <= ERROR_LIMIT[format]``: ``||dequant(fp8) - x|| / ||x||`` over finite values,
+  the round-trip error a calibrated scale keeps near the format's rounding noise (about 3% for
+  e4m3, 6% for e5m2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kvscale.core.verify.target import LayerScales
+from kvscale.engine.base import CacheWrite
+from kvscale.errors import (
+    InputError,
+)
+from kvscale.kernel.formats import FP8Format
+from kvscale.kernel.reference import clipped, dequantize, reference_reshape_and_cache_flash
+
+SATURATION_LIMIT = 1e-3
+
+
+UNDERFLOW_LIMIT = 1e-2
+
+
+ERROR_LIMIT = {"e4m3fn": 0.08, "e4m3fnuz": 0.08, "e5m2": 0.16}
+
+
+POISON_BYTE = 0xA5
+"""What the caches hold before the write: any byte the kernel leaves must still be this."""
+
+
+PADDING_FRACTION = 0.0625
+
+
+BLOCK_SIZE = 16
+
+
+@dataclass(frozen=True)
+class KindStats:
+    scale: float
+    absmax: float
+    saturated: float
+    underflow: float
+    rel_rms_error: float
+    mismatched_bytes: int | None
+    data: str
+    """``activations``, ``model`` or ``synthetic``."""
+    failures: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def synthetic_activations(
+    tokens: int,
+    heads: int,
+    head_size: int,
+    scale: Sequence[float],
+    fmt: FP8Format,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """K or V that looks like real attention activations, sized to the scale.
+
+    Student-t (4 degrees of freedom) per element for heavy tails, times per-channel magnitudes
+    with a few outlier channels (as in real K projections), each head scaled so that its
+    absolute max is about 1.02 x scale x fp8_max: the bulk exercises precision, the largest few
+    values saturation. Samples too small for the saturation budget end just under the limit.
+    """
+    normal = torch.randn((tokens, heads, head_size), generator=generator, dtype=torch.float32)
+    chi2 = torch.randn((tokens, heads, head_size, 4), generator=generator, dtype=torch.float32)
+    t = normal / torch.sqrt(chi2.pow(2).sum(-1) / 4)
+    channel = torch.ones(head_size)
+    outliers = torch.randperm(head_size, generator=generator)[: max(1, head_size // 64)]
+    channel[outliers] = 6.0
+    x = t * channel
+    per_head = torch.tensor(list(scale), dtype=torch.float32).reshape(-1)
+    if per_head.numel() == 1:
+        per_head = per_head.expand(heads)
+    valid = torch.isfinite(per_head) & (per_head > 0)
+    per_head = torch.where(valid, per_head, torch.ones_like(per_head))
+    amax = x.abs().amax(dim=(0, 2))
+    # Calibration sets scale = amax / fp8_max on its own data; new data overshoots a little.
+    # Put the max 2% past the limit, so the largest few values saturate, when the sample is
+    # large enough for those few to stay well inside the saturation budget.
+    overshoot = 1.02 if tokens * head_size * SATURATION_LIMIT >= 4 else 0.98
+    factor = per_head * fmt.max_finite * overshoot / amax.clamp_min(1e-30)
+    return (x * factor.reshape(1, heads, 1)).to(torch.bfloat16)
+
+
+def with_failure(stats: KindStats, reason: str) -> KindStats:
+    return KindStats(
+        stats.scale,
+        stats.absmax,
+        stats.saturated,
+        stats.underflow,
+        stats.rel_rms_error,
+        stats.mismatched_bytes,
+        stats.data,
+        (*stats.failures, reason),
+    )
+
+
+def run_layer(
+    layer: LayerScales,
+    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    kv_name: str,
+    fmt: FP8Format,
+    device: torch.device,
+    kernel: Callable[..., None] | None,
+    generator: torch.Generator,
+    engine_write: CacheWrite | None = None,
+    engine_kernel: Callable[..., None] | None = None,
+) -> tuple[KindStats, KindStats]:
+    """Write one layer's K/V through the cache write and measure it.
+
+    ``kernel`` (kvscale's, on the GPU) is compared byte for byte with the reference writer.
+    ``engine_write`` (the serving engine's own write where it differs from vLLM's CUDA kernel,
+    e.g. SGLang's or vLLM's Triton backend) gives the bytes the statistics describe.
+    ``engine_kernel`` (the engine's own GPU function, ``--engine-kernel``) is compared with
+    kvscale's kernel: each differing byte is reported as an engine problem."""
+    key, key_src = kv_data["k"]
+    value, value_src = kv_data["v"]
+    if key.shape != value.shape:
+        # K and V must share a slot mapping; fall back to the smaller common token count.
+        tokens = min(key.shape[0], value.shape[0])
+        key, value = key[:tokens], value[:tokens]
+    tokens, heads, head_size = key.shape
+    k_scale = scale_tensor(layer.k_device, heads)
+    v_scale = scale_tensor(layer.v_device, heads)
+    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
+    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
+    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
+    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
+    # vLLM's flash layout: one [blocks, 2, block_size, heads, head] tensor; K and V are
+    # strided views of it.
+    ref_cache = torch.full(
+        (num_blocks, 2, BLOCK_SIZE, heads, head_size), POISON_BYTE, dtype=torch.uint8
+    )
+    reference_reshape_and_cache_flash(
+        key, value, ref_cache[:, 0], ref_cache[:, 1], slot_mapping, kv_name, k_scale, v_scale
+    )
+    mismatched: dict[str, int | None] = {"k": None, "v": None}
+    if kernel is not None:
+        dev_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
+        kernel(
+            key.to(device),
+            value.to(device),
+            dev_cache[:, 0],
+            dev_cache[:, 1],
+            slot_mapping.to(device),
+            kv_name,
+            k_scale.to(device),
+            v_scale.to(device),
+        )
+        torch.cuda.synchronize(device)
+        got = dev_cache.cpu()
+        for i, kind in enumerate(("k", "v")):
+            mismatched[kind] = int((got[:, i] != ref_cache[:, i]).sum())
+    engine_differs: dict[str, int] = {"k": 0, "v": 0}
+    if engine_kernel is not None and kernel is not None:
+        engine_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
+        engine_kernel(
+            key.to(device), value.to(device), engine_cache[:, 0], engine_cache[:, 1],
+            slot_mapping.to(device), kv_name, k_scale.to(device), v_scale.to(device),
+        )  # fmt: skip
+        torch.cuda.synchronize(device)
+        theirs, ours = engine_cache.cpu(), dev_cache.cpu()
+        for i, kind in enumerate(("k", "v")):
+            engine_differs[kind] = int((theirs[:, i] != ours[:, i]).sum())
+    live = slot_mapping >= 0
+    blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
+    offsets = slot_mapping[live] - blocks * BLOCK_SIZE
+    out = []
+    for i, (kind, x, src, scale, host) in enumerate(
+        (("k", key, key_src, k_scale, layer.k_host), ("v", value, value_src, v_scale, layer.v_host))
+    ):
+        written = x[: slot_mapping.shape[0]][live]
+        stored = ref_cache[:, i][blocks, offsets]
+        stored_kv = kv_name
+        if engine_write is not None:
+            stored = engine_write.write(written, scale)
+            stored_kv = engine_write.stored_kv_cache_dtype
+            if engine_write.scale_read is not None:
+                scale = engine_write.scale_read(scale)
+        stats = kind_stats(written, stored, scale, stored_kv, fmt, host, mismatched[kind], src)
+        if engine_differs[kind]:
+            stats = with_failure(
+                stats,
+                f"the engine's own cache write differs from kvscale's kernel in "
+                f"{engine_differs[kind]} bytes (engine problem: its cache holds other values "
+                "than the scales say)",
+            )
+        out.append(stats)
+    return out[0], out[1]
+
+
+def scale_tensor(values: tuple[float, ...], heads: int) -> torch.Tensor:
+    t = torch.tensor(values, dtype=torch.float32)
+    if t.numel() not in (1, heads):
+        raise InputError("scales", f"{t.numel()} per-head scales for {heads} kv heads")
+    return t if t.numel() > 1 else t.reshape(1)
+
+
+def kind_stats(
+    x: torch.Tensor,
+    stored: torch.Tensor,
+    scale: torch.Tensor,
+    kv_name: str,
+    fmt: FP8Format,
+    host: float,
+    mismatched: int | None,
+    data: str,
+) -> KindStats:
+    xf = x.to(torch.float32)
+    s = scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
+    finite = torch.isfinite(xf)
+    y = xf / s
+    count = max(1, int(finite.sum()))
+    saturated = float((clipped(y, fmt) & finite).sum()) / count
+    deq = dequantize(stored, scale, kv_name)
+    nonzero = finite & (xf != 0)
+    underflow = float(((deq == 0) & nonzero).sum()) / max(1, int(nonzero.sum()))
+    xd, dd = xf[finite].double(), deq[finite].double()
+    denom = float(xd.pow(2).sum())
+    err = math.sqrt(float((dd - xd).pow(2).sum()) / denom) if denom > 0 else 0.0
+    absmax = float(xf[finite].abs().max()) if bool(finite.any()) else 0.0
+    failures: list[str] = []
+    scales = scale.reshape(-1).tolist()
+    valid_scale = all(math.isfinite(v) and v > 0 for v in scales)
+    if not valid_scale:
+        # A zero, negative or NaN scale: what it does to the data (everything saturates, or
+        # nothing survives) follows from that alone; saturation and underflow say nothing more.
+        failures.append(
+            f"the scale ({host:.6g}) is not a positive finite number; write the calibrated "
+            "amax / fp8_max (kvscale calibrate)"
+        )
+    if x.numel() == 0:
+        failures.append("no tokens to verify (the activations hold 0 tokens)")
+    elif not bool(finite.any()):
+        failures.append("no finite values: the activations are all NaN or infinite")
+    if mismatched:
+        failures.append(f"{mismatched} cache bytes differ from the reference writer")
+    if valid_scale and saturated > SATURATION_LIMIT:
+        need = absmax / fmt.max_finite
+        failures.append(
+            f"{saturated:.2%} of values saturate at +-{fmt.max_finite:g} x scale: the scale "
+            f"({host:.6g}) is too small for this data (absmax {absmax:.6g} needs >= {need:.6g}); "
+            "recalibrate the KV scales on representative data"
+        )
+    elif valid_scale and underflow > UNDERFLOW_LIMIT:
+        failures.append(
+            f"{underflow:.2%} of nonzero values are stored as zero: the scale ({host:.6g}) is too "
+            "large for this data; recalibrate"
+        )
+    if (
+        valid_scale
+        and err > ERROR_LIMIT[fmt.name]
+        and not (saturated > SATURATION_LIMIT or underflow > UNDERFLOW_LIMIT)
+    ):
+        failures.append(
+            f"round-trip error {err:.3g} exceeds {ERROR_LIMIT[fmt.name]:g} for {fmt.name}"
+        )
+    return KindStats(host, absmax, saturated, underflow, err, mismatched, data, tuple(failures))
