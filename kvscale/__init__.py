@@ -47,17 +47,16 @@ def _options(
     model_dtype: str | None,
     attention_backend: str | None,
 ) -> EngineOptions:
-    from kvscale.cli.settings import run_settings
+    from kvscale.engine.options import EngineOptions
 
-    # The same validation and merge the commands use (nothing from a policy file).
-    return run_settings(
-        engine=engine,
+    # Validated by EngineOptions, as the command line's options are (no policy file is read).
+    return EngineOptions(
+        engine=engine,  # type: ignore[arg-type]
         kv_cache_dtype=kv_cache_dtype,
-        platform=platform,
+        platform=platform,  # type: ignore[arg-type]
         model_dtype=model_dtype,
         attention_backend=attention_backend,
-        no_policy=True,
-    ).options
+    )
 
 
 def inspect(
@@ -131,6 +130,7 @@ def verify(
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
+    strict: bool = False,
     **model: Any,
 ) -> VerifyResult:
     """Write every layer's K/V through the FP8 cache write (the Triton kernel with ``gpu``,
@@ -148,7 +148,8 @@ def verify(
         tokens=tokens,
         seed=seed,
         engine=_options(engine, kv_cache_dtype, platform, None, None),
-        model=ModelOptions(**model) if model else None,
+        model=ModelOptions.for_data(**model),
+        strict=strict,
     )
     return verify_target(target, options)
 

@@ -19,9 +19,9 @@ import math
 import os
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.errors import ConfigError, InputError
@@ -40,6 +40,8 @@ from kvscale.limits import MAX_DOCUMENT_BYTES
 SCHEMA = "kvscale.scales/1"
 JSON_NAME = "kv_scales.json"
 TENSORS_NAME = "kv_scales.safetensors"
+CHECKPOINT_DIR = "checkpoint"
+"""The checkpoint copy inside an output directory (``normalize``/``calibrate --checkpoint``)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,85 @@ class LayerEntry:
 
 
 @dataclass(frozen=True)
+class ScalesSettings:
+    """What the values of a scales file were resolved for and with, beyond the four keys every
+    document has: the top-level keys of ``kv_scales.json`` after ``engine_path``, in this order.
+
+    The first group is written by every command (null when unknown); ``kv_cache_dtype_requested``
+    and ``source_fingerprint`` only by ``normalize``, ``engine_platform`` and ``calibration``
+    only by ``calibrate`` (omitted when None)."""
+
+    engine: Mapping[str, str] | None = None
+    """``{"name", "version"}`` of the engine whose rules gave the values."""
+    quant_method: str | None = None
+    model_dtype: str | None = None
+    kv_cache_dtype_requested: str | None = None
+    kv_cache_dtype_effective: str | None = None
+    engine_platform: str | None = None
+    kvscale_version: str | None = None
+    num_kv_heads: int | None = None
+    """The attention shape, so that ``verify`` sizes its samples like the model's K/V."""
+    head_size: int | None = None
+    source_fingerprint: Mapping[str, object] | None = None
+    warnings: tuple[Mapping[str, object], ...] = ()
+    calibration: Mapping[str, object] | None = None
+    other: Mapping[str, object] = field(default_factory=dict)
+    """Keys this version does not know (a newer kvscale's), kept as read."""
+
+    ALWAYS: ClassVar[frozenset[str]] = frozenset(
+        [
+            "engine",
+            "quant_method",
+            "model_dtype",
+            "kv_cache_dtype_effective",
+            "kvscale_version",
+            "num_kv_heads",
+            "head_size",
+            "warnings",
+        ]
+    )
+
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "other":
+                continue
+            value = getattr(self, f.name)
+            if f.name in self.ALWAYS or value is not None:
+                doc[f.name] = [dict(w) for w in value] if f.name == "warnings" else value
+        doc.update(self.other)
+        return doc
+
+    @classmethod
+    def parse(cls, path: Path, doc: Mapping[str, Any]) -> ScalesSettings:
+        """The settings of a decoded document; a known key of the wrong type is refused."""
+        known = {f.name for f in fields(cls)} - {"other"}
+        values: dict[str, Any] = {}
+        for name in known & set(doc):
+            value = doc[name]
+            if value is None:
+                continue
+            if name in ("engine", "source_fingerprint", "calibration"):
+                if not isinstance(value, Mapping):
+                    raise ConfigError(path, f"{name} must be an object")
+                if name == "engine":
+                    value = {str(k): str(v) for k, v in value.items()}
+            elif name in ("num_kv_heads", "head_size"):
+                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                    raise ConfigError(path, f"{name} must be a positive integer")
+            elif name == "warnings":
+                if not isinstance(value, list) or not all(isinstance(w, Mapping) for w in value):
+                    raise ConfigError(path, "warnings must be a list of objects")
+                value = tuple(value)
+            elif not isinstance(value, str):
+                raise ConfigError(path, f"{name} must be a string")
+            values[name] = value
+        skip = known | {"schema", "checkpoint", "kv_cache_dtype", "platform", "engine_path"}
+        skip |= {"device_scales", "layers"}
+        return cls(**values, other={k: v for k, v in doc.items() if k not in skip})
+
+
+@dataclass(frozen=True)
 class ScalesFile:
     """A ``kvscale.scales/1`` document: the settings the values hold for, and every layer."""
 
@@ -77,28 +158,9 @@ class ScalesFile:
     platform: str
     engine_path: str
     layers: tuple[LayerEntry, ...]
-    settings: Mapping[str, object] = field(default_factory=dict)
-    """Further top-level keys (model dtype, engine, attention shape, fingerprint, warnings,
-    calibration ...), written as is."""
+    settings: ScalesSettings = field(default_factory=ScalesSettings)
     path: str | None = None
     """Where it was read from (None for a document being written)."""
-
-    def get(self, key: str) -> Any:
-        return self.settings.get(key)
-
-    @property
-    def num_kv_heads(self) -> int | None:
-        value = self.settings.get("num_kv_heads")
-        return (
-            value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-        )
-
-    @property
-    def head_size(self) -> int | None:
-        value = self.settings.get("head_size")
-        return (
-            value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-        )
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -128,7 +190,7 @@ def document(scales: ScalesFile) -> dict[str, Any]:
         "platform": scales.platform,
         "engine_path": scales.engine_path,
     }
-    doc.update(scales.settings)
+    doc.update(scales.settings.document())
     doc["device_scales"] = {"file": TENSORS_NAME, "dtype": "float32"}
     doc["layers"] = {entry.name: _layer_json(entry) for entry in scales.layers}
     return doc
@@ -268,14 +330,13 @@ def parse_scales(path: Path, doc: object) -> ScalesFile:
     for key in ("checkpoint", "kv_cache_dtype", "platform", "engine_path"):
         if not isinstance(doc.get(key), str):
             raise ConfigError(path, f"{key} must be a string")
-    known = {"schema", "checkpoint", "kv_cache_dtype", "platform", "engine_path", "layers"}
     return ScalesFile(
         checkpoint=doc["checkpoint"],
         kv_cache_dtype=doc["kv_cache_dtype"],
         platform=doc["platform"],
         engine_path=doc["engine_path"],
         layers=layers,
-        settings={k: v for k, v in doc.items() if k not in known},
+        settings=ScalesSettings.parse(path, doc),
         path=str(path),
     )
 
@@ -368,7 +429,9 @@ __all__: Sequence[str] = [
     "SCHEMA",
     "TENSORS_NAME",
     "LayerEntry",
+    "CHECKPOINT_DIR",
     "ScalesFile",
+    "ScalesSettings",
     "check_agreement",
     "document",
     "json_bytes",

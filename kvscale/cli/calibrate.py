@@ -210,8 +210,6 @@ def calibrate(
     )
     from kvscale.render.calibrate import calibrate_json, calibrate_renderables, problem_lines
 
-    if target is not None and not checkpoint:
-        raise UsageError("--target names where --checkpoint writes; pass --checkpoint too")
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -246,9 +244,9 @@ def calibrate(
         output.error(line)
     if result is None:
         output.error(f"nothing written: {len(plan.blocking)} problem(s) stop calibrate")
-    if output.mode == "json":
-        output.json(calibrate_json(plan, result, settings.applied()))
-    else:
-        output.render(calibrate_renderables(plan, result))
+    output.result(
+        document=lambda: calibrate_json(plan, result, settings.applied()),
+        renderables=lambda: calibrate_renderables(plan, result),
+    )
     if result is None:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -46,8 +46,6 @@ def codes(
                 + "run `kvscale codes` for the list",
             )
         entries = [CATALOGUE[code]]
-    output = Output("json" if json_output else "human")
-    if json_output:
-        output.json(codes_json(entries))
-    else:
-        output.render(codes_renderables(entries))
+    Output("json" if json_output else "human").result(
+        document=lambda: codes_json(entries), renderables=lambda: codes_renderables(entries)
+    )

@@ -23,7 +23,7 @@ from kvscale.cli.params import (
     QuietOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode, UsageError
+from kvscale.errors import ExitCode
 
 EXAMPLES = """
 Examples:
@@ -93,14 +93,11 @@ def diff(
     A checkpoint side uses the kv_cache_dtype and platform of a kv_scales.json on the other side,
     unless --kv-cache-dtype / --platform (or the policy file) set them.
     """
-    import math
 
     from kvscale.core.diff import diff_paths
     from kvscale.render.annotations import annotations_enabled, diff_annotations
     from kvscale.render.diff import diff_json, diff_renderables, failure_lines
 
-    if max_rel_change is not None and not math.isfinite(max_rel_change):
-        raise UsageError("--max-rel-change must be a finite number")
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -116,12 +113,11 @@ def diff(
     output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress() as progress:
         result = diff_paths(a, b, settings.options, threshold, progress=progress)
-    if output.mode == "json":
-        output.json(diff_json(result, settings.applied()))
-    elif output.mode == "quiet":
-        output.lines(failure_lines(result))
-    else:
-        output.render(diff_renderables(result, show_all=show_all))
+    output.result(
+        document=lambda: diff_json(result, settings.applied()),
+        lines=lambda: failure_lines(result),
+        renderables=lambda: diff_renderables(result, show_all=show_all),
+    )
     if annotations_enabled(annotations.value):
         output.annotations(
             diff_annotations([(f.rule, f.layer, f.message) for f in result.failures])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -35,7 +34,7 @@ from kvscale.cli.params import (
 )
 from kvscale.cli.settings import RunSettings, run_settings
 from kvscale.errors import ExitCode, KVScaleError
-from kvscale.io.inputs import is_remote
+from kvscale.io.inputs import checkpoints_of_files, is_remote
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -73,37 +72,6 @@ FilesOpt = Annotated[
         "summary per checkpoint).",
     ),
 ]
-
-CHECKPOINT_FILE_SUFFIXES = (".safetensors", ".safetensors.index.json")
-CHECKPOINT_FILE_NAMES = ("config.json", "hf_quant_config.json")
-
-
-def checkpoints_of_files(paths: Sequence[Path]) -> list[Path]:
-    """The checkpoint directories that given files belong to, each once, in sorted order.
-
-    A directory stands for itself. A shard, index, config.json or hf_quant_config.json stands
-    for its directory when that directory holds a ``.safetensors`` file (so an unrelated
-    config.json is ignored). Other files are ignored.
-    """
-    found: set[Path] = set()
-    for path in paths:
-        if path.is_dir():
-            found.add(path)
-            continue
-        name = path.name
-        if not (name.endswith(CHECKPOINT_FILE_SUFFIXES) or name in CHECKPOINT_FILE_NAMES):
-            continue
-        directory = path.parent
-        try:
-            with os.scandir(directory) as entries:
-                holds_shards = any(
-                    entry.name.endswith(".safetensors") and entry.is_file() for entry in entries
-                )
-        except OSError:
-            holds_shards = False
-        if holds_shards:
-            found.add(directory)
-    return sorted(found, key=lambda p: p.as_posix())
 
 
 def _timestamp() -> str:

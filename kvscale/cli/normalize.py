@@ -103,9 +103,9 @@ def normalize(
             f"nothing written: {len(plan.blocking)} problem(s) normalization cannot fix "
             "(pass --force to leave those layers as they are)"
         )
-    if output.mode == "json":
-        output.json(normalize_json(plan, result, settings.applied()))
-    else:
-        output.render(normalize_renderables(plan, result))
+    output.result(
+        document=lambda: normalize_json(plan, result, settings.applied()),
+        renderables=lambda: normalize_renderables(plan, result),
+    )
     if result is None:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -119,6 +119,24 @@ class Output:
         text = json.dumps(document, ensure_ascii=True, allow_nan=False, indent=2)
         # JSON strings hold `#` only inside strings, and `\\u0023` decodes back to `#`.
         self._write(self.stdout, text.replace("##[", "#\\u0023[") + "\n")
+
+    def result(
+        self,
+        *,
+        document: Callable[[], Any],
+        renderables: Callable[[], Sequence[RenderableType]],
+        lines: Callable[[], Iterable[str]] | None = None,
+    ) -> None:
+        """A command's result in the chosen mode: the JSON document, the quiet lines (nothing
+        when the command has none), or the renderables (table, Markdown, CSV). Each is built
+        only when it is shown."""
+        if self.mode == "json":
+            self.json(document())
+        elif self.mode == "quiet":
+            if lines is not None:
+                self.lines(lines())
+        else:
+            self.render(renderables())
 
     def render(self, renderables: Sequence[RenderableType]) -> None:
         """People's output on stdout: a table (``human``), Markdown or CSV; nothing in quiet or

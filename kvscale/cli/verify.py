@@ -25,7 +25,7 @@ from kvscale.cli.params import (
     StrictOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode, UsageError, require
+from kvscale.errors import ExitCode, require
 
 EXAMPLES = """
 Examples:
@@ -174,33 +174,18 @@ def verify(
     from kvscale.core.verify.run import VerifyOptions, verify_target
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
 
-    model_options = None
-    if data is None:
-        given = [
-            flag
-            for flag, value in (
-                ("--model", model),
-                ("--max-ppl-increase", max_ppl_increase),
-                ("--max-kl", max_kl),
-                ("--activations-out", activations_out),
-                ("--model-device", model_device),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UsageError(f"{given[0]} needs --data (the text to run the model on)")
-    else:
+    model_options = ModelOptions.for_data(
+        data,
+        model=model,
+        samples=samples,
+        seq_len=seq_len,
+        max_ppl_increase=max_ppl_increase,
+        max_kl=max_kl,
+        activations_out=activations_out,
+        device=model_device,
+    )
+    if model_options is not None:
         require("transformers", "kvscale verify --data", "calibrate")
-        model_options = ModelOptions(
-            data=data,
-            model=model,
-            samples=samples,
-            seq_len=seq_len,
-            max_ppl_increase=max_ppl_increase,
-            max_kl=max_kl,
-            activations_out=activations_out,
-            device=model_device,
-        )
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,
@@ -211,7 +196,6 @@ def verify(
         no_policy=no_policy,
         strict=strict,
     )
-    strict = settings.policy.strict
     options = VerifyOptions(
         gpu=gpu,
         activations=activations,
@@ -221,17 +205,15 @@ def verify(
         revision=revision,
         model=model_options,
         engine_kernel=engine_kernel,
+        strict=settings.policy.strict,
     )
     output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress() as progress:
         result = verify_target(target, options, progress=progress)
-    # --strict: a run whose kernel did not execute does not count as verified.
-    ok = result.ok and not (strict and result.kernel is None)
-    if output.mode == "json":
-        output.json(verify_json(result, ok=ok, applied=settings.applied()))
-    elif output.mode == "quiet":
-        output.lines(verify_lines(result, strict=strict))
-    else:
-        output.render(verify_renderables(result, strict=strict, applied=settings.applied()))
-    if not ok:
+    output.result(
+        document=lambda: verify_json(result, applied=settings.applied()),
+        lines=lambda: verify_lines(result),
+        renderables=lambda: verify_renderables(result, applied=settings.applied()),
+    )
+    if not result.ok:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

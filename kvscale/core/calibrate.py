@@ -75,9 +75,6 @@ if TYPE_CHECKING:
     from kvscale.model.data import CalibrationData
     from kvscale.model.load import LoadedModel
 
-CHECKPOINT_DIR = "checkpoint"
-"""The copy's directory inside ``--out``."""
-
 PHASES = ("model", "data", "calibrate", "write")
 
 
@@ -103,6 +100,10 @@ class CalibrateOptions:
     write: WriteOptions = field(default_factory=WriteOptions)
     max_memory: Mapping[Any, Any] | None = None
     """accelerate ``max_memory`` for ``device="auto"`` (per GPU, e.g. ``{0: "20GiB"}``)."""
+
+    def __post_init__(self) -> None:
+        if self.target is not None and not self.checkpoint:
+            raise UsageError("--target names where --checkpoint writes; pass --checkpoint too")
 
 
 @dataclass(frozen=True)
@@ -552,7 +553,7 @@ def plan_calibration(
             replaced["config.json"] = (
                 json.dumps(new_config, indent=2, sort_keys=True) + "\n"
             ).encode()
-        copy = plan_copy(target, edits, CHECKPOINT_DIR, replaced=replaced)
+        copy = plan_copy(target, edits, scales_file.CHECKPOINT_DIR, replaced=replaced)
         for shard, name in copy.collisions:
             blocking.append(
                 problem(
@@ -570,6 +571,10 @@ def plan_calibration(
 
 
 # --- the kvscale.scales/1 document ---------------------------------------------------------------
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _json_value(value: ScaleValue | float | None) -> Any:
@@ -633,26 +638,25 @@ def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
         },
     }
     settings = plan.settings
+    first = plan.capture.layers[0].layer if plan.capture.layers else None
     return scales_file.ScalesFile(
         checkpoint=plan.target,
         kv_cache_dtype="fp8",
         platform="ocp",
         engine_path=settings.engine_path.value,
         layers=tuple(entries),
-        settings={
-            "engine": plan.engine,
-            "quant_method": plan.quantization_config.get("quant_method"),
-            "model_dtype": settings.model_dtype,
-            "kv_cache_dtype_effective": settings.kv_cache_dtype,
-            "engine_platform": settings.platform,
-            "kvscale_version": __version__,
-            "num_kv_heads": plan.capture.layers[0].layer.num_kv_heads
-            if plan.capture.layers
-            else None,
-            "head_size": plan.capture.layers[0].layer.head_size if plan.capture.layers else None,
-            "warnings": [p.to_json() for p in plan.warnings],
-            "calibration": calibration,
-        },
+        settings=scales_file.ScalesSettings(
+            engine=plan.engine,
+            quant_method=_str_or_none(plan.quantization_config.get("quant_method")),
+            model_dtype=settings.model_dtype,
+            kv_cache_dtype_effective=settings.kv_cache_dtype,
+            engine_platform=settings.platform,
+            kvscale_version=__version__,
+            num_kv_heads=first.num_kv_heads if first else None,
+            head_size=first.head_size if first else None,
+            warnings=tuple(p.to_json() for p in plan.warnings),
+            calibration=calibration,
+        ),
     )
 
 
@@ -667,7 +671,7 @@ def _check_copy(plan: CalibrationPlan, sink: list[ResolvedLayer]) -> Callable[[P
         options = plan.options.engine
         if not plan.settings.uses_kv_scales:
             options = replace(options, kv_cache_dtype=options.rules.fp8_kv_cache_dtype)
-        report = resolve_checkpoint(open_checkpoint(staging / CHECKPOINT_DIR), options)
+        report = resolve_checkpoint(open_checkpoint(staging / scales_file.CHECKPOINT_DIR), options)
         got = {layer.name: layer for layer in report.layers}
         for layer in plan.layers:
             seen = got.get(layer.name)
@@ -723,7 +727,6 @@ def calibrate(
 
 
 __all__ = [
-    "CHECKPOINT_DIR",
     "CalibrateOptions",
     "CalibratedLayer",
     "CalibrationCheckError",

@@ -34,7 +34,7 @@ from kvscale.core.inspect import ScaleReport, inspect_checkpoint
 from kvscale.engine.base import KINDS, ScaleValue
 from kvscale.engine.options import EngineOptions, parse_platform
 from kvscale.engine.registry import all_kv_cache_dtypes
-from kvscale.errors import ConfigError
+from kvscale.errors import ConfigError, UsageError
 from kvscale.floats import max_nan
 from kvscale.progress import ProgressFn
 from kvscale.scales_file import SCHEMA as SCALES_SCHEMA
@@ -215,7 +215,7 @@ def scale_set_from_document(path: Path, document: object) -> ScaleSet:
             kv_cache_dtype=scales.kv_cache_dtype,
             platform=scales.platform,
             engine_path=scales.engine_path,
-            model_dtype=_opt_str(scales.settings, "model_dtype"),
+            model_dtype=scales.settings.model_dtype,
             layers=_layers_from_entries(scales.layers),
         )
     if schema == INSPECT_SCHEMA:
@@ -402,6 +402,8 @@ def _gate(layer: LayerDiff, threshold: float | None) -> list[GateFailure]:
 
 def compare(a: ScaleSet, b: ScaleSet, threshold: float | None = None) -> DiffResult:
     """Layer by layer: status, rule change and the four value changes; then the gate."""
+    if threshold is not None and not math.isfinite(threshold):
+        raise UsageError("--max-rel-change must be a finite number")
     by_a = {_canonical(layer.name): layer for layer in a.layers}
     by_b = {_canonical(layer.name): layer for layer in b.layers}
     keys = sorted(set(by_a) | set(by_b), key=layer_sort_key)

@@ -92,8 +92,6 @@ from kvscale.io.staging import (
 from kvscale.problems import Problem, Severity
 from kvscale.progress import ProgressFn
 
-CHECKPOINT_DIR = "checkpoint"
-
 
 @dataclass(frozen=True)
 class NormalizeOptions:
@@ -552,7 +550,7 @@ def plan_normalize(
     skipped_files: tuple[tuple[str, str], ...] = ()
     copy_jobs: tuple[FileJob, ...] = ()
     if options.checkpoint:
-        copy = plan_copy(ckpt, _shard_edits(ckpt, layers, write_scales), CHECKPOINT_DIR)
+        copy = plan_copy(ckpt, _shard_edits(ckpt, layers, write_scales), scales_file.CHECKPOINT_DIR)
         copy_jobs, removed, added, skipped_files = (
             copy.jobs,
             copy.removed,
@@ -698,19 +696,18 @@ def scales_of(plan: NormalizePlan) -> scales_file.ScalesFile:
         platform=plan.platform,
         engine_path=report.engine_path.value,
         layers=tuple(entries),
-        settings={
-            "engine": report.engine,
-            "quant_method": report.quant_method,
-            "model_dtype": report.model_dtype,
-            "kv_cache_dtype_requested": report.kv_cache_dtype_requested,
-            "kv_cache_dtype_effective": report.kv_cache_dtype,
-            "kvscale_version": __version__,
-            # The attention shape, so that `kvscale verify` sizes its samples like the model's K/V.
-            "num_kv_heads": report.shape.kv_heads,
-            "head_size": report.shape.head_size,
-            "source_fingerprint": dict(plan.fingerprint),
-            "warnings": [p.to_json() for p in plan.warnings],
-        },
+        settings=scales_file.ScalesSettings(
+            engine=report.engine,
+            quant_method=report.quant_method,
+            model_dtype=report.model_dtype,
+            kv_cache_dtype_requested=report.kv_cache_dtype_requested,
+            kv_cache_dtype_effective=report.kv_cache_dtype,
+            kvscale_version=__version__,
+            num_kv_heads=report.shape.kv_heads,
+            head_size=report.shape.head_size,
+            source_fingerprint=dict(plan.fingerprint),
+            warnings=tuple(p.to_json() for p in plan.warnings),
+        ),
     )
 
 

@@ -7,6 +7,8 @@ bare ``ORG/NAME`` (when no such local path exists) and HTTPS URLs behave the sam
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from pathlib import Path
 
 from kvscale.errors import UsageError
 from kvscale.io.checkpoint import Checkpoint, open_checkpoint
@@ -58,3 +60,35 @@ def open_input(
             f"--revision applies to Hub repositories (hf://ORG/NAME), not to the local path {given}"
         )
     return open_checkpoint(given, progress)
+
+
+CHECKPOINT_FILE_SUFFIXES = (".safetensors", ".safetensors.index.json")
+CHECKPOINT_FILE_NAMES = ("config.json", "hf_quant_config.json")
+
+
+def checkpoints_of_files(paths: Sequence[Path]) -> list[Path]:
+    """The checkpoint directories that given files belong to, each once, in sorted order.
+
+    A directory stands for itself. A shard, index, config.json or hf_quant_config.json stands
+    for its directory when that directory holds a ``.safetensors`` file (so an unrelated
+    config.json is ignored). Other files are ignored.
+    """
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            found.add(path)
+            continue
+        name = path.name
+        if not (name.endswith(CHECKPOINT_FILE_SUFFIXES) or name in CHECKPOINT_FILE_NAMES):
+            continue
+        directory = path.parent
+        try:
+            with os.scandir(directory) as entries:
+                holds_shards = any(
+                    entry.name.endswith(".safetensors") and entry.is_file() for entry in entries
+                )
+        except OSError:
+            holds_shards = False
+        if holds_shards:
+            found.add(directory)
+    return sorted(found, key=lambda p: p.as_posix())

@@ -37,7 +37,6 @@ def _stats_json(stats: KindStats | None) -> dict[str, Any] | None:
 def verify_json(
     result: VerifyResult,
     *,
-    ok: bool | None = None,
     applied: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     return {
@@ -58,7 +57,7 @@ def verify_json(
             }
             for layer in result.layers
         ],
-        "ok": result.ok if ok is None else ok,
+        "ok": result.ok,
         "kvscale_version": __version__,
         "target_kind": result.target_kind,
         "kv_cache_dtype": result.kv_cache_dtype,
@@ -129,11 +128,10 @@ def _kernel_text(result: VerifyResult) -> str:
     return "kernel bit-exact vs reference"
 
 
-def verdict_line(result: VerifyResult, *, strict: bool = False) -> str:
+def verdict_line(result: VerifyResult) -> str:
     passed = sum(layer.passed for layer in result.layers)
     limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
-    unverified = strict and result.kernel is None
-    verdict = "OK" if result.ok and not unverified else "FAIL"
+    verdict = "OK" if result.ok else "FAIL"
     line = (
         f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); "
         f"{_kernel_text(result)}; host/device scales "
@@ -153,12 +151,12 @@ def verdict_line(result: VerifyResult, *, strict: bool = False) -> str:
             line += (
                 f"; model gate ({', '.join(gates)}) {'FAILED' if model_eval.failures else 'passed'}"
             )
-    if unverified:
+    if result.unverified:
         line += "; --strict needs the kernel to run: pass --gpu on a CUDA machine"
     return line
 
 
-def verify_lines(result: VerifyResult, *, strict: bool = False) -> list[str]:
+def verify_lines(result: VerifyResult) -> list[str]:
     """``--quiet``: one line per failure, then the verdict."""
     out = []
     for layer in result.layers:
@@ -169,7 +167,7 @@ def verify_lines(result: VerifyResult, *, strict: bool = False) -> list[str]:
                 out.extend(f"{layer.name} {kind}: {reason}" for reason in stats.failures)
     if result.model_eval is not None:
         out.extend(f"model: {failure}" for failure in result.model_eval.failures)
-    out.append(verdict_line(result, strict=strict))
+    out.append(verdict_line(result))
     return out
 
 
@@ -193,7 +191,6 @@ def resolved_with_line(result: VerifyResult, applied: Mapping[str, object] | Non
 def verify_renderables(
     result: VerifyResult,
     *,
-    strict: bool = False,
     applied: Mapping[str, object] | None = None,
 ) -> list[RenderableType]:
     from rich.table import Table
@@ -258,10 +255,9 @@ def verify_renderables(
         out.append(failures)
     for note in result.notes:
         out.append(safe_text(f"note: {note}", "dim"))
-    ok = result.ok and not (strict and result.kernel is None)
     if result.model_eval is not None:
         out.append(safe_text(model_eval_line(result.model_eval)))
         for failure in result.model_eval.failures:
             out.append(safe_text(f"model: {failure}", "bold red"))
-    out.append(Text(verdict_line(result, strict=strict), style="bold green" if ok else "bold red"))
+    out.append(Text(verdict_line(result), style="bold green" if result.ok else "bold red"))
     return out

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -40,6 +41,45 @@ class ModelOptions:
     device: str | None = None
     """Where the model runs: ``cpu``, ``cuda``, ``auto`` (accelerate); None: ``cuda`` with
     ``--gpu``, else ``cpu``. The cache write's device follows ``--gpu`` alone."""
+
+    @classmethod
+    def for_data(
+        cls,
+        data: Path | str | None = None,
+        *,
+        model: Path | str | None = None,
+        max_ppl_increase: float | None = None,
+        max_kl: float | None = None,
+        activations_out: Path | str | None = None,
+        device: str | None = None,
+        **rest: Any,
+    ) -> ModelOptions | None:
+        """The options of a ``--data`` run, or None without data; the flags that only mean
+        something with data are then a usage error (command line and Python API alike)."""
+        if data is None:
+            given = [
+                flag
+                for flag, value in (
+                    ("--model", model),
+                    ("--max-ppl-increase", max_ppl_increase),
+                    ("--max-kl", max_kl),
+                    ("--activations-out", activations_out),
+                    ("--model-device", device),
+                )
+                if value is not None
+            ]
+            if given:
+                raise UsageError(f"{given[0]} needs --data (the text to run the model on)")
+            return None
+        return cls(
+            data=Path(data),
+            model=Path(model) if model is not None else None,
+            max_ppl_increase=max_ppl_increase,
+            max_kl=max_kl,
+            activations_out=Path(activations_out) if activations_out is not None else None,
+            device=device,
+            **rest,
+        )
 
 
 @dataclass(frozen=True)

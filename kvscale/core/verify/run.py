@@ -59,6 +59,25 @@ class VerifyOptions:
     """Capture K/V by running a model on real text (``--data``) instead of synthetic data."""
     engine_kernel: bool = False
     """Also run the engine's own GPU cache write (vLLM's Triton kernel) and compare its bytes."""
+    strict: bool = False
+    """A run whose kernel did not execute (no ``gpu``) does not count as verified."""
+
+    def __post_init__(self) -> None:
+        # The rules between options live here, so the Python API refuses what the CLI refuses.
+        if self.tokens < 1 or self.tokens > 1 << 22:
+            raise UsageError(f"--tokens {self.tokens} is out of range", hint="use 1 .. 4194304")
+        if self.model is not None and self.activations is not None:
+            raise UsageError(
+                "--activations and --data exclude each other (--data captures the K/V by "
+                "running the model)"
+            )
+        if self.engine_kernel and not self.gpu:
+            raise UsageError(
+                "--engine-kernel compares the engine's own GPU cache write with kvscale's "
+                "kernel: it needs --gpu"
+            )
+        if self.engine_kernel and self.engine.engine_name != "vllm":
+            raise UsageError("--engine-kernel runs vLLM's own kernel: use it with --engine vllm")
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,14 @@ class VerifyResult:
     """Layers whose K/V were synthetic although activations were given (the file lacks them)."""
     model_eval: ModelEval | None = None
 
+    strict: bool = False
+    """Run under ``--strict``: without the kernel (no ``--gpu``) the run is not verified."""
+
+    @property
+    def unverified(self) -> bool:
+        """``--strict`` asked for the kernel and it did not run."""
+        return self.strict and self.kernel is None
+
     @property
     def ok(self) -> bool:
         return (
@@ -110,6 +137,7 @@ class VerifyResult:
             and self.host_device_agree
             and all(layer.passed for layer in self.layers)
             and not (self.model_eval is not None and self.model_eval.failures)
+            and not self.unverified
         )
 
 
@@ -186,8 +214,6 @@ def _fmt_for(kv_cache_dtype: str, platform: str) -> tuple[str, FP8Format]:
 def verify_target(
     path: str | os.PathLike[str], options: VerifyOptions, progress: ProgressFn | None = None
 ) -> VerifyResult:
-    if options.tokens < 1 or options.tokens > 1 << 22:
-        raise UsageError(f"--tokens {options.tokens} is out of range", hint="use 1 .. 4194304")
     options.engine.rules.require("verify")
     target = load_target(path, options.engine, revision=options.revision)
     notes = list(target.notes)
@@ -220,15 +246,8 @@ def verify_target(
         )
     engine_kernel: Callable[..., None] | None = None
     if options.engine_kernel:
-        if kernel is None:
-            raise UsageError(
-                "--engine-kernel compares the engine's own GPU cache write with kvscale's "
-                "kernel: it needs --gpu"
-            )
         from kvscale.engine.vllm.cache_write import load_vllm_kernel, reshape_and_cache_flash
 
-        if options.engine.engine_name != "vllm":
-            raise UsageError("--engine-kernel runs vLLM's own kernel: use it with --engine vllm")
         loaded = load_vllm_kernel()
         engine_kernel = reshape_and_cache_flash
         notes.append(
@@ -241,11 +260,6 @@ def verify_target(
     activations_path = options.activations
     model_eval: ModelEval | None = None
     if options.model is not None:
-        if options.activations is not None:
-            raise UsageError(
-                "--activations and --data exclude each other (--data captures the K/V by "
-                "running the model)"
-            )
         with tempfile.TemporaryDirectory(prefix="kvscale-verify-") as scratch:
             saved = options.model.activations_out or Path(scratch) / "activations.safetensors"
             model_eval = run_model(
@@ -334,6 +348,7 @@ def verify_target(
         options=target.options,
         synthetic_layers=tuple(synthetic),
         model_eval=model_eval,
+        strict=options.strict,
     )
 
 

@@ -108,7 +108,7 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
                 f"--{key.replace('_', '-')} {wanted} cannot change them",
                 hint=f"normalize again with --{key.replace('_', '-')} {wanted}, or drop the option",
             )
-    engine = scales.get("engine") if isinstance(scales.get("engine"), Mapping) else {}
+    engine = scales.settings.engine or {}
     if options.engine is not None and engine and engine.get("name") != options.engine.value:
         raise UsageError(
             f"{path} holds scales resolved for {engine.get('name')}; --engine "
@@ -166,8 +166,8 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
         scales.kv_cache_dtype,
         scales.platform,
         tuple(layers),
-        scales.head_size or DEFAULT_HEAD_SIZE,
-        scales.num_kv_heads or DEFAULT_KV_HEADS,
+        scales.settings.head_size or DEFAULT_HEAD_SIZE,
+        scales.settings.num_kv_heads or DEFAULT_KV_HEADS,
         notes=tuple(
             f"{scales_file.TENSORS_NAME} holds a layer the JSON lacks: {o}" for o in orphans
         ),
