@@ -130,7 +130,8 @@ def main() -> None:
 
     from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
     from kvscale.engine.options import EngineOptions
-    from kvscale.io.remote import RemoteOptions, open_remote
+    from kvscale.io.remote.http import RemoteOptions
+    from kvscale.io.remote.source import open_remote
     from kvscale.render.inspect import inspect_json
 
     options = RemoteOptions(concurrency=args.concurrency)

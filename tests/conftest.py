@@ -194,7 +194,7 @@ def hub(hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
 def fast() -> Any:
     """Transport options for hostile servers: every failure within a few seconds. (The read
     timeout leaves room for a loaded 2-core machine, where a loopback answer has taken 0.5 s.)"""
-    from kvscale.io.remote import RemoteOptions
+    from kvscale.io.remote.http import RemoteOptions
 
     return RemoteOptions(
         connect_timeout=1.0,

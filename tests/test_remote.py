@@ -1,4 +1,4 @@
-"""Remote checkpoints (kvscale/io/remote.py) against a loopback Hub (tests/support/hub_server.py).
+"""Remote checkpoints (kvscale/io/remote/) against a loopback Hub (tests/support/hub_server.py).
 
 Every test runs on 127.0.0.1 only (conftest's ``no_outside_network`` fails anything else).
 Results must equal a local inspect of the same files byte for byte in the JSON, apart from the
@@ -35,16 +35,10 @@ from kvscale.errors import (
     SafetensorsFormatError,
     UsageError,
 )
-from kvscale.io.remote import (
-    RemoteOptions,
-    RemotePath,
-    RemoteSpec,
-    _spans,
-    open_remote,
-    remote_spec,
-    remote_stats,
-    source_json,
-)
+from kvscale.io.remote.headers import spans as scale_spans
+from kvscale.io.remote.http import RemoteOptions
+from kvscale.io.remote.source import RemotePath, open_remote, remote_stats, source_json
+from kvscale.io.remote.urls import RemoteSpec, remote_spec
 from kvscale.io.safetensors import TensorInfo, read_header, read_tensor_bytes
 from kvscale.render.inspect import inspect_json
 
@@ -227,7 +221,7 @@ def test_tensors_not_prefetched_are_read_in_one_range(hub: HubServer, mid_checkp
     before = hub.stats.requests
     got = ckpt.read_tensors(ckpt.files[3], wanted)
     assert got == {t.name: read_tensor_bytes(big_checkpoint / ckpt.files[3], t) for t in wanted}
-    groups = _spans(wanted, max(4096, header.header_size))
+    groups = scale_spans(wanted, max(4096, header.header_size))
     assert hub.stats.requests - before == len(groups)
 
 
@@ -494,14 +488,17 @@ def test_importing_remote_costs_nothing() -> None:
     # module (huggingface_hub and its HTTP client load only when a remote input is opened).
     code = (
         "import sys, kvscale.io.checkpoint, kvscale.core.inspect; before = set(sys.modules); "
-        "import kvscale.io.remote; new = set(sys.modules) - before; "
+        "import kvscale.io.remote.source; new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0].lstrip('_') not in "
         "sys.stdlib_module_names and not m.startswith('_')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    assert out.stdout.strip() == "['kvscale.io.remote']"
+    assert out.stdout.strip() == (
+        "['kvscale.io.remote', 'kvscale.io.remote.headers', 'kvscale.io.remote.http', "
+        "'kvscale.io.remote.source', 'kvscale.io.remote.urls']"
+    )
 
 
 # --- hostile servers ------------------------------------------------------------------------
@@ -726,7 +723,7 @@ def test_spans_never_assume_an_order() -> None:
     a = TensorInfo("a", "F32", (), 100, 104)
     b = TensorInfo("b", "F32", (), 8, 12)
     c = TensorInfo("c", "F32", (), 10_000, 10_004)
-    spans = _spans([a, c, b], gap=4096)
+    spans = scale_spans([a, c, b], gap=4096)
     assert [(s.start, s.end, [i.name for i in s.infos]) for s in spans] == [
         (8, 104, ["b", "a"]),
         (10_000, 10_004, ["c"]),

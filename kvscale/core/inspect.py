@@ -47,7 +47,7 @@ from kvscale.problems import Problem, Severity, problem
 from kvscale.progress import ProgressFn
 
 if TYPE_CHECKING:
-    from kvscale.io.remote import RemoteStats
+    from kvscale.io.remote.source import RemoteStats
 
 _NON_KV_CACHE_PREFIX = re.compile(
     r"(?:^|\.)(?:vision|visual|vision_tower|vision_model|audio|audio_tower|image)"
@@ -145,7 +145,7 @@ def _quark_export(quant: QuantConfig) -> bool:
 
 def _remote_stats(ckpt: Checkpoint) -> RemoteStats | None:
     """What reading a remote checkpoint cost (taken after every read of the resolution)."""
-    remote = sys.modules.get("kvscale.io.remote")
+    remote = sys.modules.get("kvscale.io.remote.source")
     # Not imported: nothing was opened remotely (and a local inspect stays free of it).
     return None if remote is None else remote.remote_stats(ckpt)
 

@@ -27,7 +27,7 @@ def is_remote(given: str | os.PathLike[str]) -> bool:
     """``given`` names a Hub repository or a URL (nothing is read)."""
     if not isinstance(given, str) or not _may_be_remote(given):
         return False
-    from kvscale.io.remote import remote_spec
+    from kvscale.io.remote.urls import remote_spec
 
     return remote_spec(given) is not None
 
@@ -45,7 +45,8 @@ def open_input(
     is then a usage error that says how to get one.
     """
     if isinstance(given, str) and _may_be_remote(given):
-        from kvscale.io.remote import open_remote, remote_spec
+        from kvscale.io.remote.source import open_remote
+        from kvscale.io.remote.urls import remote_spec
 
         spec = remote_spec(given)
         if spec is not None:
