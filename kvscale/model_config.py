@@ -58,10 +58,30 @@ class ModelShape:
     hybrid_override_pattern: str | None = None
     head_size: int | None = None
     """``head_dim``, else ``hidden_size // num_attention_heads`` (only verify's samples use it)."""
+    kv_lora_rank: int | None = None
+    """MLA (DeepSeek-V2/V3 style): the width of the compressed latent ``kv_c`` the cache holds."""
+    qk_rope_head_dim: int | None = None
+    """MLA: the width of the RoPE part ``k_pe`` cached beside the latent."""
+    sliding_window: int | None = None
+    """The model-level sliding window (config.json ``sliding_window``), if any."""
 
     @property
     def kv_heads(self) -> int | None:
         return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def latent_width(self) -> int | None:
+        """MLA: the cached row's width, ``kv_lora_rank + qk_rope_head_dim``; None otherwise."""
+        if self.kv_lora_rank is None:
+            return None
+        return self.kv_lora_rank + (self.qk_rope_head_dim or 0)
+
+    def layer_has_sliding_window(self, index: int) -> bool:
+        """``layer_types[index]`` is a sliding-window type; without ``layer_types``, every layer
+        of a model with a ``sliding_window``."""
+        if self.layer_types is not None:
+            return index < len(self.layer_types) and "sliding" in self.layer_types[index].lower()
+        return self.sliding_window is not None
 
 
 def show_value(value: Any) -> str:
@@ -158,7 +178,27 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         # Kept whatever its size: verify, the one user, bounds its buffers by max-verify-elements
         # and names that limit (a silently dropped head_dim would verify another shape).
         head_size=head_size or None,
+        kv_lora_rank=_mla_dim(config, text, "kv_lora_rank", where),
+        qk_rope_head_dim=_mla_dim(config, text, "qk_rope_head_dim", where),
+        sliding_window=_sliding_window(config, text, where),
     )
+
+
+def _mla_dim(
+    config: Mapping[str, Any], text: Mapping[str, Any], key: str, where: str
+) -> int | None:
+    source = config if config.get(key) is not None else text
+    value = _opt_int(source, key, where)
+    return value or None
+
+
+def _sliding_window(config: Mapping[str, Any], text: Mapping[str, Any], where: str) -> int | None:
+    """config.json's ``sliding_window`` unless ``use_sliding_window`` is false (Qwen2 keeps the
+    number but turns the window off)."""
+    source = config if config.get("sliding_window") is not None else text
+    if source.get("use_sliding_window") is False:
+        return None
+    return _opt_int(source, "sliding_window", where) or None
 
 
 @dataclass(frozen=True)

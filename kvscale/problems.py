@@ -13,6 +13,9 @@ from enum import Enum
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"
+    """A fact worth knowing that is not a defect (a self-scaled format does not read the
+    checkpoint's scales): reported, never fails a run unless named in ``--fail-on``."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def _codes(*entries: ProblemCode) -> dict[str, ProblemCode]:
     return {e.code: e for e in entries}
 
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
@@ -152,6 +155,63 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "quantized one, so the engine ignores them.",
         "Serve with --kv-cache-dtype fp8 (fp8 and quark checkpoints default to an unquantized "
         "cache); pass the same --kv-cache-dtype to kvscale.",
+    ),
+    ProblemCode(
+        "scales-not-loaded",
+        E,
+        "The engine's loader never places the checkpoint's k/v scales on this layer, so the KV "
+        "cache runs at 1.0 although the checkpoint was calibrated: vLLM's DeepSeek-family "
+        "loaders rewrite every scale name with the cache-scale mapper before the MLA-aware "
+        "remap can match it, and only ModelOpt configs create scale parameters on MLA layers; "
+        "some SGLang loaders give a layer no KV method or drop the names.",
+        "No checkpoint name reaches the layer under this engine (kvscale normalize says so): "
+        "measure what 1.0 costs with kvscale verify --data, serve with an engine that loads "
+        "the scales (kvscale inspect --engine sglang), or --allow scales-not-loaded.",
+    ),
+    ProblemCode(
+        "scales-in-cache",
+        INFO,
+        "The KV-cache dtype keeps its own scales in the cache (per token and head, per tile or "
+        "per block, computed when K/V are written): the checkpoint's k/v scales are not read.",
+        "Nothing to fix. To serve with the checkpoint's scales, choose an FP8 per-tensor dtype "
+        "(kvscale plan compares them).",
+    ),
+    ProblemCode(
+        "layers-kept-unquantized",
+        INFO,
+        "--kv-cache-dtype-skip-layers (or a format's own boundary layers, e.g. TurboQuant's "
+        "first and last two) keeps these layers' KV cache in the model dtype: their k/v scales "
+        "are not read.",
+        "Nothing to fix; each such layer costs the model dtype's bytes per token.",
+    ),
+    ProblemCode(
+        "skip-entry-matches-nothing",
+        W,
+        "A --kv-cache-dtype-skip-layers entry matches no attention layer: vLLM compares it "
+        "with str(layer index) (so '01' or '0,31' never match) or with 'sliding_window', "
+        "which MLA layers ignore.",
+        "Give plain layer indices (vLLM: --kv-cache-dtype-skip-layers 0 31) or sliding_window.",
+    ),
+    ProblemCode(
+        "v-scale-unused",
+        INFO,
+        "An MLA layer caches one latent row per token ([kv_c | k_pe]), written and read with "
+        "the k scale alone: the checkpoint's v_scale is resolved but never read.",
+        "Nothing to fix; calibrate writes k = v = max(amax(kv_c), amax(k_pe)) / 448.",
+    ),
+    ProblemCode(
+        "backend-refuses-scale",
+        E,
+        "The chosen attention backend raises on a k or q scale other than 1.0 (vLLM's "
+        "CUTLASS_MLA: 'does not support scaling for q and kv_latent yet' at the first decode).",
+        "Serve with a backend that reads the scale (vLLM FLASHMLA, TRITON_MLA), or with 1.0.",
+    ),
+    ProblemCode(
+        "backend-unsupported-dtype",
+        E,
+        "The chosen attention backend does not support this KV-cache dtype (its "
+        "supported_kv_cache_dtypes): the engine refuses to start with it.",
+        "Choose a backend that lists the dtype, or another --kv-cache-dtype.",
     ),
     ProblemCode(
         "scales-without-quant-config",

@@ -94,6 +94,28 @@ AttentionBackendOpt = Annotated[
         show_default=False,
     ),
 ]
+SkipLayersOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--kv-cache-dtype-skip-layers",
+        help="vLLM's --kv-cache-dtype-skip-layers: layer indices or sliding_window, "
+        "comma-separated or repeated (vLLM itself takes them space-separated); those layers "
+        "keep an unquantized cache.",
+        metavar="LAYERS",
+        show_default=False,
+    ),
+]
+GpuArchOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--gpu-arch",
+        help="The GPU generation you serve on, where it changes what the engine computes from "
+        "the scales (SGLang's NVFP4 global scale on SM100): sm80, sm86, sm89, sm90, sm100, "
+        "sm103, sm120, sm121.",
+        metavar="ARCH",
+        show_default=False,
+    ),
+]
 ModelDtypeOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
 
@@ -153,10 +154,56 @@ class EngineSettings:
     model dtype)."""
     attention_backend: str | None = None
     """The attention backend the user serves with, when given (which scale copy is read)."""
+    skip_layers: tuple[str, ...] = ()
+    """Entries that keep layers out of KV-cache quantization (vLLM's
+    ``--kv-cache-dtype-skip-layers``, plus the boundary layers a format adds), as the engine
+    holds them."""
+    gpu_arch: str | None = None
+    """The GPU generation served on (``--gpu-arch``), where it changes what the engine computes
+    from the scales (SGLang's NVFP4 global scale on SM100)."""
 
     @property
     def fnuz(self) -> bool:
         return self.platform == "fnuz"
+
+    def for_layer(self, cache: LayerCache) -> EngineSettings:
+        """These settings as one layer sees them: its own KV-cache dtype."""
+        if cache.kv_cache_dtype == self.kv_cache_dtype:
+            return self
+        return replace(
+            self,
+            kv_cache_dtype=cache.kv_cache_dtype,
+            uses_kv_scales=cache.format.scale_use.reads_checkpoint,
+        )
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """The KV cache one layer writes: the engine's dtype for it, its format, and what it does
+    with the checkpoint's k/v scales."""
+
+    kv_cache_dtype: str
+    """The engine's ``--kv-cache-dtype`` as this layer applies it (``auto`` when skipped)."""
+    format: CacheFormat
+    latent: bool = False
+    """MLA: one ``[kv_c | k_pe]`` row per token, written with the k scale only; ``v_scale`` is
+    resolved but never read."""
+    skipped_by: str | None = None
+    """Why the layer is kept unquantized: the ``--kv-cache-dtype-skip-layers`` entry, or the
+    boundary layers a format adds."""
+
+    @property
+    def scale_use(self) -> ScaleUse:
+        return self.format.scale_use
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "format": self.format.name,
+            "scales": self.format.scale_use.value,
+            "latent": self.latent,
+            "skipped_by": self.skipped_by,
+        }
 
 
 @dataclass(frozen=True)
@@ -181,6 +228,8 @@ class ResolvedLayer:
     checkpoint_prefix: str = ""
     """The attention module prefix as the checkpoint spells it (``model.layers.0.self_attn``);
     differs from ``name`` minus ``.attn`` where the model renames prefixes (NemotronH)."""
+    cache: LayerCache | None = None
+    """The layer's KV cache (set by the resolution for every layer)."""
 
     def value(self, kind: str) -> ScaleValue | None:
         kind = BUFFER_KINDS.get(kind, kind)
@@ -346,6 +395,11 @@ class Engine(ABC):
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         """The engine's attention layer name for a checkpoint attention prefix."""
         return f"{prefix}.attn"
+
+    @abstractmethod
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        """The KV cache the engine gives one attention layer (its dtype after skip rules, the
+        format, MLA's latent row)."""
 
     def unmapped_refusals(
         self, layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kvscale.cache_formats import FP8_E4M3, MODEL_DTYPE, NVFP4
 from kvscale.conventions import convention_of, looks_like_kv_scale
 from kvscale.engine.base import (
     Engine,
     EnginePath,
     EngineSettings,
+    LayerCache,
     MappedName,
     NameContext,
     QuantConfig,
@@ -75,6 +77,10 @@ class TrtllmEngine(Engine):
             ),
             how,
         )
+
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        fmt = {"auto": MODEL_DTYPE, "fp8": FP8_E4M3, "nvfp4": NVFP4}[settings.kv_cache_dtype]
+        return LayerCache(settings.kv_cache_dtype, fmt, shape.latent_width is not None)
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         if not looks_like_kv_scale(tensor):

@@ -14,6 +14,7 @@ from kvscale.conventions import (
     attention_prefix,
     engine_layer_name,
     is_kv_scheme_extra,
+    layer_index,
     looks_like_kv_scale,
 )
 from kvscale.engine.base import (
@@ -22,6 +23,7 @@ from kvscale.engine.base import (
     Engine,
     EnginePath,
     EngineSettings,
+    LayerCache,
     MappedName,
     NameContext,
     QuantConfig,
@@ -96,8 +98,43 @@ class VllmEngine(Engine):
             # compressed-tensors path holds float32 ones.
             scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
             attention_backend=options.attention_backend,
+            # EngineArgs.create_engine_config: the user's entries, with the boundary layers of
+            # TurboQuant/UltraQuant added, sorted as strings (the CacheConfig hash factor).
+            skip_layers=tuple(
+                sorted(
+                    set(options.kv_cache_dtype_skip_layers or ())
+                    | set(kv_dtypes.boundary_skip_layers(kv_dtype, shape))
+                )
+            ),
+            gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        """``Attention.__init__`` (layers/attention/attention.py): a layer whose index string, or
+        whose sliding window with the ``sliding_window`` entry, is in the skip list gets ``auto``;
+        ``MLAAttention.__init__`` (layers/attention/mla_attention.py) honours indices only."""
+        latent = shape.latent_width is not None
+        index = layer_index(name)
+        skipped_by = None
+        if index is not None and str(index) in settings.skip_layers:
+            boundary = kv_dtypes.boundary_skip_layers(settings.kv_cache_dtype, shape)
+            skipped_by = (
+                f"{settings.kv_cache_dtype} keeps boundary layer {index} unquantized"
+                if str(index) in boundary
+                else f"--kv-cache-dtype-skip-layers {index}"
+            )
+        elif (
+            not latent
+            and "sliding_window" in settings.skip_layers
+            and index is not None
+            and shape.layer_has_sliding_window(index)
+        ):
+            skipped_by = "--kv-cache-dtype-skip-layers sliding_window"
+        dtype = "auto" if skipped_by else settings.kv_cache_dtype
+        return LayerCache(
+            dtype, kv_dtypes.cache_format(dtype, settings.platform), latent, skipped_by
+        )
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
