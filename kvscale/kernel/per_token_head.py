@@ -641,9 +641,12 @@ def reference_reshape_and_cache_per_token_head(
     kv_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
     kv_cache_dtype: str,
+    *,
+    rotate: bool = True,
 ) -> None:
     """Write key/value into a per-token-head cache in place, as
-    ``TritonAttentionImpl.do_kv_cache_update`` does for these dtypes.
+    ``TritonAttentionImpl.do_kv_cache_update`` does for these dtypes (``rotate=False``: int4
+    inputs that are already rotated, see :func:`quantize_per_token_head`).
 
     key/value: ``[num_tokens, num_kv_heads, head_size]`` bf16/fp16/fp32, same shape and dtype.
     kv_cache: the logical per-layer cache ``[num_blocks, num_kv_heads, block_size, content]``
@@ -690,7 +693,9 @@ def reference_reshape_and_cache_per_token_head(
         (key, layout.k_data_offset, layout.k_scale_offset),
         (value, layout.v_data_offset, layout.v_scale_offset),
     ):
-        quantized = quantize_per_token_head(src.index_select(0, rows), kv_cache_dtype)
+        quantized = quantize_per_token_head(
+            src.index_select(0, rows), kv_cache_dtype, rotate=rotate
+        )
         # Advanced indices on dims 0 and 2 around a slice: the target is [rows, heads, bytes].
         raw[blocks, :, offsets, data_at : data_at + db] = _bytes(quantized.codes)
         scale_bytes = quantized.scales.contiguous().view(torch.uint8)

@@ -326,6 +326,27 @@ class VllmPerTokenHead:
         cache = buf if physical == "HND" else buf.permute(0, 2, 1, 3)
         return cache, buf
 
+    def views(self, kv_cache_dtype: str, kv_cache: torch.Tensor) -> tuple[Any, ...]:
+        """What ``do_kv_cache_update`` hands the launcher, from a fresh impl: (key_cache,
+        value_cache, k_scale_cache, v_scale_cache, kv_quant_mode); the scale views are
+        initialised to 1.0 by ``_ensure_scale_caches``."""
+        impl = self.Impl()
+        impl._kv_quant_mode = self.quant_mode(kv_cache_dtype)
+        impl.fp8_dtype = self.platform.fp8_dtype()
+        with _stubs.stub_modules(self.stub_modules):
+            key_cache, value_cache = impl._pth_key_value_caches(kv_cache)
+        return key_cache, value_cache, impl._k_scale_cache, impl._v_scale_cache, impl._kv_quant_mode
+
+    def launch(self, key: torch.Tensor, value: torch.Tensor, views: tuple[Any, ...],
+               slot_mapping: torch.Tensor) -> None:  # fmt: skip
+        """``triton_reshape_and_cache_flash_per_token_head_quant`` on prepared views."""
+        key_cache, value_cache, k_scales, v_scales, mode = views
+        with _stubs.stub_modules(self.stub_modules):
+            self.ns_reshape["triton_reshape_and_cache_flash_per_token_head_quant"](
+                key, value, key_cache, value_cache, k_scales, v_scales, slot_mapping,
+                kv_quant_mode=mode,
+            )  # fmt: skip
+
     def write(
         self,
         kv_cache_dtype: str,
@@ -336,22 +357,9 @@ class VllmPerTokenHead:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``TritonAttentionImpl.do_kv_cache_update``'s per-token-head branch on a fresh impl:
         the views, then the launcher. Returns vLLM's (k_scale_cache, v_scale_cache) views."""
-        impl = self.Impl()
-        impl._kv_quant_mode = self.quant_mode(kv_cache_dtype)
-        impl.fp8_dtype = self.platform.fp8_dtype()
-        with _stubs.stub_modules(self.stub_modules):
-            key_cache, value_cache = impl._pth_key_value_caches(kv_cache)
-            self.ns_reshape["triton_reshape_and_cache_flash_per_token_head_quant"](
-                key,
-                value,
-                key_cache,
-                value_cache,
-                impl._k_scale_cache,
-                impl._v_scale_cache,
-                slot_mapping,
-                kv_quant_mode=impl._kv_quant_mode,
-            )
-        return impl._k_scale_cache, impl._v_scale_cache
+        views = self.views(kv_cache_dtype, kv_cache)
+        self.launch(key, value, views, slot_mapping)
+        return views[2], views[3]
 
 
 # --- the interpreter's fp8 store, watched ----------------------------------------------------
