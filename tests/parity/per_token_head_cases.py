@@ -354,3 +354,71 @@ CASES: list[Case] = [
          physical="NHD"),
 ]  # fmt: skip
 CASES_BY_NAME = {c.name: c for c in CASES}
+
+
+# --- attention over a written cache (the read side) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionCase:
+    """One sequence of ``seq_len`` tokens written through the cache, then ``query_len`` causal
+    queries at its end (``num_kv_heads * queries_per_kv`` query heads, float32), read by vLLM's
+    attention kernel for the dtype."""
+
+    name: str
+    kv_cache_dtype: str
+    input_dtype: str
+    num_kv_heads: int
+    head_size: int
+    seq_len: int
+    query_len: int
+    kind: str = "gauss"
+    queries_per_kv: int = 2
+    block_size: int = 16
+
+    @property
+    def blocks(self) -> int:
+        return (self.seq_len + self.block_size - 1) // self.block_size + 2
+
+    @property
+    def softmax_scale(self) -> float:
+        return self.head_size**-0.5
+
+
+def build_attention_inputs(
+    case: AttentionCase,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(key, value, query, slot_mapping, block_table): K/V ``[seq_len, kv_heads, head_size]`` in
+    the input dtype, query float32 ``[query_len, q_heads, head_size]``, the sequence's blocks in
+    a shuffled order (block_table int32 ``[1, blocks]``)."""
+    rng = SplitMix64(hash_name(case.name))
+    as_case = Case(case.name, case.kv_cache_dtype, case.input_dtype, case.seq_len,
+                   case.num_kv_heads, case.head_size, case.kind)  # fmt: skip
+    dtype = DTYPES[case.input_dtype]
+    key = torch.tensor(KINDS[case.kind](as_case, rng), dtype=torch.float64).to(dtype)
+    value = torch.tensor(KINDS[case.kind](as_case, rng), dtype=torch.float64).to(dtype)
+    q_heads = case.num_kv_heads * case.queries_per_kv
+    query = torch.tensor(
+        [[_gauss_row(rng, case.head_size, 1.0, 0) for _ in range(q_heads)]
+         for _ in range(case.query_len)],
+        dtype=torch.float32,
+    )  # fmt: skip
+    order = list(range(case.blocks))
+    for i in range(len(order) - 1, 0, -1):
+        j = rng.below(i + 1)
+        order[i], order[j] = order[j], order[i]
+    block_table = torch.tensor([order], dtype=torch.int32)
+    slots = [order[t // case.block_size] * case.block_size + t % case.block_size
+             for t in range(case.seq_len)]  # fmt: skip
+    return key, value, query, torch.tensor(slots, dtype=torch.int64), block_table
+
+
+ATTENTION_CASES: list[AttentionCase] = [
+    AttentionCase("attn-int8-bf16-h64", "int8_per_token_head", "bfloat16", 2, 64, 37, 5),
+    AttentionCase(
+        "attn-fp8-fp16-h64", "fp8_per_token_head", "float16", 2, 64, 37, 5, kind="fp8-generic"
+    ),
+    AttentionCase("attn-int4-bf16-h64", "int4_per_token_head", "bfloat16", 2, 64, 37, 5),
+    AttentionCase("attn-int4-fp32-h96", "int4_per_token_head", "float32", 1, 96, 21, 3),
+]
+ATTENTION_CASES_BY_NAME = {c.name: c for c in ATTENTION_CASES}

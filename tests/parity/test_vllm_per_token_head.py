@@ -7,12 +7,20 @@ Here kvscale's reference writes the same inputs into a cache prepared the way vL
 rotation signs, the rotated int4 inputs and the cell size are compared on their own so that a
 mismatch says where it comes from.
 
+The read side: for the attention cases the golden file holds the output of vLLM's attention
+kernel (``unified_attention``, and ``unified_attention_int4`` with its inverse rotation) over the
+cache vLLM wrote; attention computed in float64 over kvscale's ``dequantize_per_token_head`` of
+the same cache must match it to float32 rounding (2e-5 of the output's magnitude; the
+quantization error itself is 1e-2 to 5e-2 there, and reading int4 in the rotated space is off by
+100%).
+
 ``test_golden_file_is_up_to_date`` re-runs the oracle when KVSCALE_VLLM_SRC points at an extracted
 vLLM 0.33.0 tree (the directory holding ``vllm/``): about 20 s.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -49,6 +57,14 @@ def _load_cases() -> ModuleType:
 CASES = _load_cases()
 GOLDEN_DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 NAMES = [c.name for c in CASES.CASES]
+
+
+@functools.cache
+def inputs(name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    built: tuple[torch.Tensor, torch.Tensor, torch.Tensor] = CASES.build_inputs(
+        CASES.CASES_BY_NAME[name]
+    )
+    return built
 
 
 def _sha256(*tensors: torch.Tensor) -> str:
@@ -101,7 +117,7 @@ def test_golden_covers_the_catalogue() -> None:
 def test_reference_writes_vllms_bytes(name: str) -> None:
     case = CASES.CASES_BY_NAME[name]
     gold = GOLDEN_DOC["cases"][name]
-    key, value, slots = CASES.build_inputs(case)
+    key, value, slots = inputs(name)
     assert _sha256(key, value, slots) == gold["input_sha256"], "the case inputs changed"
     assert slots.tolist() == gold["slots"]
     cache, buf = vllm_like_cache(case)
@@ -138,8 +154,7 @@ def test_rht_signs_are_vllms() -> None:
     "name", [c.name for c in CASES.CASES if c.kv_cache_dtype.startswith("int4")]
 )
 def test_int4_rotation_is_vllms(name: str) -> None:
-    case = CASES.CASES_BY_NAME[name]
-    key, value, _ = CASES.build_inputs(case)
+    key, value, _ = inputs(name)
     rotated = [pth.random_hadamard_transform(t).to(t.dtype) for t in (key, value)]
     assert _sha256(*rotated) == GOLDEN_DOC["cases"][name]["rotated_sha256"]
 
@@ -147,12 +162,60 @@ def test_int4_rotation_is_vllms(name: str) -> None:
 def test_a_changed_byte_is_seen() -> None:
     """The comparison can fail: one flipped code bit in a written cell changes the digest."""
     case = CASES.CASES_BY_NAME["int8-fp32-h32-special"]
-    key, value, slots = CASES.build_inputs(case)
+    key, value, slots = inputs(case.name)
     cache, buf = vllm_like_cache(case)
     pth.reference_reshape_and_cache_per_token_head(key, value, cache, slots, case.kv_cache_dtype)
     blk, off = divmod(int(slots[0]), case.block_size)
     cache[blk, 0, off, 3] ^= 1
     assert _sha256(buf) != GOLDEN_DOC["cases"][case.name]["cache_sha256"]
+
+
+def attention(k: torch.Tensor, v: torch.Tensor, q: torch.Tensor, case: Any) -> torch.Tensor:
+    """Causal attention in float64 of ``len(q)`` queries at the end of the sequence, GQA."""
+    seq, qlen = k.shape[0], q.shape[0]
+    k = k.double().repeat_interleave(case.queries_per_kv, dim=1)
+    v = v.double().repeat_interleave(case.queries_per_kv, dim=1)
+    scores = torch.einsum("lhd,shd->hls", q.double(), k) * case.softmax_scale
+    future = torch.arange(seq)[None, :] > (seq - qlen + torch.arange(qlen))[:, None]
+    scores = scores.masked_fill(future[None], float("-inf"))
+    return torch.einsum("hls,shd->lhd", scores.softmax(-1), v)
+
+
+ATTENTION_NAMES = [c.name for c in CASES.ATTENTION_CASES]
+
+
+def test_golden_covers_the_attention_cases() -> None:
+    assert list(GOLDEN_DOC["attention"]) == ATTENTION_NAMES
+    assert {c.kv_cache_dtype for c in CASES.ATTENTION_CASES} == set(
+        pth.PER_TOKEN_HEAD_KV_CACHE_DTYPES
+    )
+
+
+@pytest.mark.parametrize("name", ATTENTION_NAMES)
+def test_dequantize_is_what_vllms_attention_reads(name: str) -> None:
+    case = CASES.ATTENTION_CASES_BY_NAME[name]
+    gold = GOLDEN_DOC["attention"][name]
+    key, value, query, slots, block_table = CASES.build_attention_inputs(case)
+    assert _sha256(key, value, query, slots, block_table) == gold["input_sha256"]
+    layout = pth.per_token_head_layout(case.kv_cache_dtype, case.num_kv_heads, case.head_size)
+    dtype = pth.per_token_head_format(case.kv_cache_dtype).torch_storage_dtype
+    cache = torch.zeros(layout.cache_shape(case.blocks, case.block_size), dtype=dtype)
+    pth.reference_reshape_and_cache_per_token_head(key, value, cache, slots, case.kv_cache_dtype)
+    k_q, v_q = pth.read_per_token_head_cache(cache, slots, case.kv_cache_dtype, case.head_size)
+    ours = attention(
+        pth.dequantize_per_token_head(k_q), pth.dequantize_per_token_head(v_q), query, case
+    )
+    bits = torch.tensor([int(h, 16) for h in gold["output"]], dtype=torch.int64)
+    vllm = bits.to(torch.int32).view(torch.float32).reshape(ours.shape).double()
+    scale = float(vllm.abs().max())
+    assert float((ours - vllm).abs().max()) <= 2e-5 * scale
+    # The tolerance is far below the quantization error, so a reference that skipped the
+    # cache (or, for int4, read it in the rotated space) would fail.
+    assert float((attention(key, value, query, case) - vllm).abs().max()) > 1e-3 * scale
+    if case.kv_cache_dtype == pth.INT4_PER_TOKEN_HEAD:
+        k_r = pth.dequantize_per_token_head(k_q, domain="rotated")
+        v_r = pth.dequantize_per_token_head(v_q, domain="rotated")
+        assert float((attention(k_r, v_r, query, case) - vllm).abs().max()) > 0.5 * scale
 
 
 @pytest.mark.skipif(

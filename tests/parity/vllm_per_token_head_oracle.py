@@ -22,12 +22,18 @@ What runs verbatim (``vllm/`` relative paths):
 * ``v1/attention/backends/triton_attn.py``: ``TritonAttentionBackend.customize_spec`` (the cell
   size), ``TritonAttentionImpl._ensure_scale_caches`` and ``_pth_key_value_caches`` (the views the
   write goes through, scales initialised to 1.0);
+* the read side, for the attention cases: ``v1/attention/ops/triton_unified_attention.py`` (every
+  top-level definition and assignment: ``unified_attention``, ``kernel_unified_attention``, ...),
+  ``v1/attention/ops/triton_attention_helpers.py`` (every function) and, from the int4 file,
+  ``unpack_int4_nibbles``, ``_attn_packed``, ``_launch_packed_attn``, ``unified_attention_int4``,
+  called as ``TritonAttentionImpl.forward`` calls ``unified_attention`` for these dtypes;
 * ``v1/kv_cache_interface.py``: ``KVQuantMode``, ``get_kv_quant_mode``; ``config/cache.py``:
   ``get_kv_cache_dtype_handler``; ``utils/torch_utils.py``: ``STR_DTYPE_TO_TORCH_DTYPE``,
   ``get_dtype_size``; ``utils/math_utils.py``: ``largest_power_of_2_divisor``;
   ``model_executor/layers/quantization/utils/quant_utils.py``: ``get_fp8_min_max``, ``FP8_DTYPE``.
 
-Stubbed: ``current_platform`` (CUDA semantics: e4m3fn, not fnuz, not ROCm/XPU; ``is_cuda()`` and
+Stubbed: a logger that drops debug messages, ``vllm.envs.VLLM_BATCH_INVARIANT`` False,
+``current_platform`` (CUDA semantics: e4m3fn, not fnuz, not ROCm/XPU; ``is_cuda()`` and
 the capability are the device's, so on the CPU the Hadamard transform takes vLLM's torch
 butterfly), ``vllm.triton_utils`` (the installed Triton), no registered custom kv-cache dtype
 handlers, and the spec: a frozen dataclass with the five fields ``customize_spec`` reads.
@@ -40,7 +46,12 @@ divides with ``div.full.f32`` and may fuse multiply-adds (see kvscale/kernel/per
 Its float32 -> e4m3 store conversion is not round-to-nearest-even; the fp8 cases only hold
 quotients where it agrees (per_token_head_cases.py), and every conversion the interpreter
 performs is checked against torch's round-to-nearest-even cast: a disagreement aborts the run.
-NaN/inf inputs are not part of the golden file (the kernels leave them to the platform).
+NaN/inf inputs are not part of the golden file (the kernels leave them to the platform). The
+attention outputs are float32 computed by the interpreter (numpy); CI compares them with
+attention over kvscale's dequantized cache within float32 rounding, not bit for bit. Two harness
+adjustments to the interpreter, neither touching a value: a one-element array may serve as a loop
+bound (``one_element_loop_bounds``), and NumPy's warnings about the padded query rows' NaN
+softmax are silenced.
 
 ``--device cuda`` runs the same code compiled for the GPU (benchmarks/gpu_per_token_head_check.py
 uses ``VllmPerTokenHead`` that way). Must run without ``python -O`` (vLLM's asserts).
@@ -97,7 +108,16 @@ F_CACHE_CFG = "config/cache.py"
 F_TORCH_UTILS = "utils/torch_utils.py"
 F_MATH_UTILS = "utils/math_utils.py"
 F_QUANT_UTILS = "model_executor/layers/quantization/utils/quant_utils.py"
+F_HELPERS = "v1/attention/ops/triton_attention_helpers.py"
+F_UNIFIED = "v1/attention/ops/triton_unified_attention.py"
 
+INT4_READ_PATH = [
+    "float8_info",
+    "unpack_int4_nibbles",
+    "_attn_packed",
+    "_launch_packed_attn",
+    "unified_attention_int4",
+]
 INT4_WRITE_PATH = [
     "_INT4_PACKING_FACTOR",
     "pack_int4_nibbles",
@@ -141,6 +161,12 @@ class Platform:
     def is_cuda(self) -> bool:
         return self.device == "cuda"
 
+    def is_device_capability_family(self, capability: int, device_id: int = 0) -> bool:
+        if self.device != "cuda":
+            return False
+        major, minor = torch.cuda.get_device_capability(device_id)
+        return (major * 10 + minor) // 10 == capability // 10
+
     def has_device_capability(self, capability: Any, device_id: int = 0) -> bool:
         if self.device != "cuda":
             return False
@@ -148,6 +174,15 @@ class Platform:
         if isinstance(capability, tuple):
             return (major, minor) >= capability
         return major * 10 + minor >= int(capability)
+
+
+class QuietLogger:
+    """vLLM's logger in the attention files: only debug messages, dropped."""
+
+    def debug_once(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    debug = info = info_once = warning = warning_once = debug_once
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,6 +304,8 @@ class VllmPerTokenHead:
             ],
             ns_attn,
         )
+        self._ns = ns
+        self.ns_unified: dict[str, Any] | None = None
         # The local imports inside vLLM's functions.
         handler = ns_cache["get_kv_cache_dtype_handler"]
         self.stub_modules = {
@@ -278,6 +315,85 @@ class VllmPerTokenHead:
                 "reshape_and_cache_int4": self.ns_int4["reshape_and_cache_int4"]
             },
         }
+
+    def load_attention(self) -> dict[str, Any]:
+        """The read side: ``unified_attention`` (triton_unified_attention.py, every top-level
+        definition and assignment), the helpers it imports (triton_attention_helpers.py, every
+        function) and int4's ``unified_attention_int4`` with ``_attn_packed``. Loaded once."""
+        if self.ns_unified is not None:
+            return self.ns_unified
+        t, ns = self.tree, self._ns
+        ns_helpers = ns()
+        future = _top_statement(t, F_HELPERS, _is_future_import)
+        funcs = [n for n in t.tree(F_HELPERS).body if isinstance(n, ast.FunctionDef)]
+        exec(t.compile(F_HELPERS, [future, *funcs]), ns_helpers)
+        helpers = {n.name: ns_helpers[n.name] for n in funcs}
+        envs = types.SimpleNamespace(VLLM_BATCH_INVARIANT=False)
+        ns_unified = ns(
+            envs=envs,
+            init_logger=lambda name: QuietLogger(),
+            KVQuantMode=self.ns_kvi["KVQuantMode"],
+            **helpers,
+        )
+        body = [
+            n
+            for n in t.tree(F_UNIFIED).body
+            if isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign))
+        ]
+        exec(t.compile(F_UNIFIED, body), ns_unified)
+        self.ns_int4.update(helpers, reduce_segments=ns_unified["reduce_segments"])
+        future = _top_statement(t, F_INT4, _is_future_import)
+        nodes = [future] + [t.node(F_INT4, name) for name in INT4_READ_PATH]
+        exec(t.compile(F_INT4, nodes), self.ns_int4)
+        self.stub_modules["vllm.envs"] = {"VLLM_BATCH_INVARIANT": False}
+        self.stub_modules["vllm.v1.attention.ops.triton_unified_attention"] = {
+            "_get_tile_size": ns_unified["_get_tile_size"]
+        }
+        self.stub_modules["vllm.v1.attention.ops.int4_per_token_head"]["unified_attention_int4"] = (
+            self.ns_int4["unified_attention_int4"]
+        )
+        self.ns_unified = ns_unified
+        return ns_unified
+
+    def attention(
+        self,
+        views: tuple[Any, ...],
+        query: torch.Tensor,
+        block_table: torch.Tensor,
+        seq_len: int,
+        softmax_scale: float,
+    ) -> torch.Tensor:
+        """``TritonAttentionImpl.forward``'s per-token-head call of ``unified_attention`` for one
+        causal sequence whose last ``len(query)`` tokens are the queries (2D kernel: no split-K
+        scratch, no alibi, sinks, softcap, window or output quantization)."""
+        ns_unified = self.load_attention()
+        key_cache, value_cache, k_scales, v_scales, mode = views
+        dev = self.device
+        q = query.to(dev)
+        out = torch.empty_like(q)
+        with _stubs.stub_modules(self.stub_modules):
+            ns_unified["unified_attention"](
+                q=q,
+                k=key_cache,
+                v=value_cache,
+                out=out,
+                cu_seqlens_q=torch.tensor([0, q.shape[0]], dtype=torch.int32, device=dev),
+                max_seqlen_q=q.shape[0],
+                seqused_k=torch.tensor([seq_len], dtype=torch.int32, device=dev),
+                max_seqlen_k=seq_len,
+                softmax_scale=softmax_scale,
+                causal=True,
+                window_size=(-1, -1),
+                block_table=block_table.to(dev),
+                softcap=0,
+                q_descale=None,
+                k_descale=None,
+                v_descale=None,
+                kv_quant_mode=mode,
+                k_scale_cache=k_scales,
+                v_scale_cache=v_scales,
+            )
+        return out
 
     # --- vLLM's pieces ---------------------------------------------------------------------
 
@@ -354,12 +470,12 @@ class VllmPerTokenHead:
         value: torch.Tensor,
         kv_cache: torch.Tensor,
         slot_mapping: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[Any, ...]:
         """``TritonAttentionImpl.do_kv_cache_update``'s per-token-head branch on a fresh impl:
-        the views, then the launcher. Returns vLLM's (k_scale_cache, v_scale_cache) views."""
+        the views, then the launcher. Returns the views (attention reads through them)."""
         views = self.views(kv_cache_dtype, kv_cache)
         self.launch(key, value, views, slot_mapping)
-        return views[2], views[3]
+        return views
 
 
 # --- the interpreter's fp8 store, watched ----------------------------------------------------
@@ -391,6 +507,33 @@ def checked_fp8_conversions() -> Iterator[list[int]]:
         yield counts
     finally:
         builder.create_fp_to_fp = original
+
+
+@contextlib.contextmanager
+def one_element_loop_bounds() -> Iterator[None]:
+    """Let the interpreter use a one-element array as a Python integer.
+
+    Triton 3.6's interpreter converts a tensor used as a ``range`` bound with ``int(ndarray)``,
+    which NumPy 2 refuses for one-element 1-D arrays; vLLM's attention loop bounds are such
+    arrays in the interpreter (scalars on a GPU). The element is used instead; nothing else about
+    the interpreter changes."""
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+
+    def index(self: Any) -> int:
+        data = self.handle.data
+        return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
+
+    def patch_lang_tensor(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", index)
+
+    interpreter._patch_lang_tensor = patch_lang_tensor
+    try:
+        yield
+    finally:
+        interpreter._patch_lang_tensor = original
 
 
 def check_the_checker() -> None:
@@ -476,9 +619,10 @@ class Oracle:
         out["content_bytes"] = kv_cache.shape[3] * kv_cache.element_size()
         dev = v.device
         with checked_fp8_conversions() as fp8:
-            k_scales, v_scales = v.write(
+            views = v.write(
                 case.kv_cache_dtype, key.to(dev), value.to(dev), kv_cache, slots.to(dev)
             )
+        k_scales, v_scales = views[2], views[3]
         if fp8[1]:
             raise AssertionError(
                 f"{case.name}: the interpreter converted {fp8[1]} of {fp8[0]} values to fp8 "
@@ -516,11 +660,57 @@ class Oracle:
             if not torch.equal(got.double(), target):
                 raise AssertionError(f"{case.name}: vLLM's rotation of {name} is not the design")
 
+    def run_attention_case(self, case: Any) -> dict[str, Any]:
+        v = self.vllm
+        key, value, query, slots, block_table = cases_mod.build_attention_inputs(case)
+        out: dict[str, Any] = {
+            "kv_cache_dtype": case.kv_cache_dtype,
+            "input_dtype": case.input_dtype,
+            "num_kv_heads": case.num_kv_heads,
+            "head_size": case.head_size,
+            "seq_len": case.seq_len,
+            "query_len": case.query_len,
+            "queries_per_kv": case.queries_per_kv,
+            "block_size": case.block_size,
+            "kind": case.kind,
+            "input_sha256": _sha256(key, value, query, slots, block_table),
+        }
+        kv_cache, _ = v.new_cache(
+            case.kv_cache_dtype,
+            case.blocks,
+            case.num_kv_heads,
+            case.block_size,
+            case.head_size,
+            "HND",
+        )
+        dev = v.device
+        with checked_fp8_conversions() as fp8:
+            views = v.write(
+                case.kv_cache_dtype, key.to(dev), value.to(dev), kv_cache, slots.to(dev)
+            )
+        if fp8[1]:
+            raise AssertionError(f"{case.name}: {fp8[1]} fp8 conversions not interpreter-safe")
+        import numpy as np
+
+        # The softmax of the kernel's padded query rows (beyond query_len) is NaN, as on a GPU,
+        # and never stored; NumPy would warn about it.
+        with one_element_loop_bounds(), np.errstate(invalid="ignore", divide="ignore"):
+            result = v.attention(views, query, block_table, case.seq_len, case.softmax_scale)
+        result = result.cpu()
+        out["output_sha256"] = _sha256(result)
+        out["output"] = [_hex32(x) for x in result.reshape(-1)]
+        return out
+
     def run(self, names: Sequence[str] | None = None) -> dict[str, Any]:
         selected = [c for c in cases_mod.CASES if not names or c.name in names]
         if self.vllm.device == "cpu":
             check_the_checker()
         doc_cases = {c.name: self.run_case(c) for c in selected}
+        attention = {
+            c.name: self.run_attention_case(c)
+            for c in cases_mod.ATTENTION_CASES
+            if not names or c.name in names
+        }
         blocks = sorted(
             {
                 c.head_size & -c.head_size
@@ -545,6 +735,7 @@ class Oracle:
             },
             "rht_signs": signs,
             "cases": doc_cases,
+            "attention": attention,
         }
 
 
@@ -555,6 +746,11 @@ def summarize(doc: dict[str, Any]) -> str:
         lines.append(
             f"  {name:28s} {c['kv_cache_dtype']:20s} {written:3d} tokens x {c['num_kv_heads']} "
             f"heads, {c['content_bytes']} B/cell, fp8 checked {c['fp8_conversions_checked']}"
+        )
+    for name, a in doc["attention"].items():
+        lines.append(
+            f"  {name:28s} {a['kv_cache_dtype']:20s} attention: {a['query_len']} queries over "
+            f"{a['seq_len']} tokens, {a['num_kv_heads'] * a['queries_per_kv']} query heads"
         )
     return "\n".join(lines)
 
