@@ -30,6 +30,11 @@ Parts, each printed as one line per row and written to DIR/gpu_per_token_head_ch
    must agree if the quotients are exact (expected 0 differing).
 4. ``nan_inf``: NaN, -NaN, +-inf and all-NaN vectors: vLLM's bytes next to the reference's
    (the kernels leave these to the platform; the reference encodes a derivation).
+4b. ``attention``: vLLM's attention kernel (``unified_attention``, int4's
+   ``unified_attention_int4``) over the cache vLLM wrote on the device, against float64 attention
+   over the reference's ``dequantize_per_token_head`` of that same cache (the read side: expect
+   float32 / tf32 rounding only), against the golden (interpreter) output, and the quantization
+   error itself; the parity attention cases plus 1000-token, 8-head bf16 sequences per dtype.
 5. ``timing`` (GPU only): medians of 50 CUDA-event timed writes of 16384 tokens x 8 x 128 bf16:
    vLLM's int8/fp8/int4 per-token-head writes, vLLM's fp8 per-tensor Triton write
    (``triton_reshape_and_cache_flash``), and the reference on CUDA tensors; ratios to fp8 per
@@ -359,6 +364,48 @@ def part_nan_inf(vllm: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def part_attention(vllm: Any, oracle: ModuleType, gpu: bool) -> list[dict[str, Any]]:
+    """vLLM's attention over the cache vLLM wrote (on the device) against float64 attention over
+    the reference's dequantization of that same cache, and against the golden output."""
+    import numpy as np
+
+    cases = _load("kvscale_parity_per_token_head_cases", PARITY / "per_token_head_cases.py")
+    golden = json.loads((PARITY / "vllm_per_token_head_expected.json").read_text())["attention"]
+    todo = list(cases.ATTENTION_CASES)
+    if gpu:
+        todo += [
+            cases.AttentionCase(f"serving-{kv}", kv, "bfloat16", 8, 128, 1000, 16)
+            for kv in KINDS
+        ]
+    rows = []
+    dev = vllm.device
+    for case in todo:
+        key, value, query, slots, block_table = cases.build_attention_inputs(case)
+        cache, _ = vllm.new_cache(case.kv_cache_dtype, case.blocks, case.num_kv_heads,
+                                  case.block_size, case.head_size, "HND")  # fmt: skip
+        views = vllm.write(case.kv_cache_dtype, key.to(dev), value.to(dev), cache, slots.to(dev))
+        with oracle.one_element_loop_bounds(), np.errstate(invalid="ignore", divide="ignore"):
+            out = vllm.attention(views, query, block_table, case.seq_len, case.softmax_scale)
+        out = out.cpu().double()
+        k_q, v_q = pth.read_per_token_head_cache(cache.cpu(), slots, case.kv_cache_dtype,
+                                                 case.head_size)  # fmt: skip
+        ours = cases.causal_attention(pth.dequantize_per_token_head(k_q),
+                                      pth.dequantize_per_token_head(v_q), query, case)  # fmt: skip
+        raw = cases.causal_attention(key, value, query, case)
+        scale = float(ours.abs().max())
+        row: dict[str, Any] = {
+            "case": case.name, "kv": case.kv_cache_dtype,
+            "max_rel_diff_vs_reference_dequant": float((out - ours).abs().max()) / scale,
+            "max_rel_quantization_error": float((ours - raw).abs().max()) / scale,
+        }  # fmt: skip
+        if case.name in golden:
+            bits = torch.tensor([int(h, 16) for h in golden[case.name]["output"]])
+            gold = bits.to(torch.int32).view(torch.float32).reshape(out.shape).double()
+            row["max_rel_diff_vs_golden"] = float((out - gold).abs().max()) / scale
+        rows.append(row)
+    return rows
+
+
 def part_reference_on_cuda(tokens: int) -> list[dict[str, Any]]:
     rows = []
     for kv in KINDS:
@@ -463,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         ("random", lambda: part_random(vllm, tokens, [64, 96, 128, 256] if gpu else [64])),
         ("ties", lambda: part_ties(vllm, 256 if gpu else 4)),
         ("nan_inf", lambda: part_nan_inf(vllm)),
+        ("attention", lambda: part_attention(vllm, oracle, gpu)),
     ]
     if gpu:
         parts.append(("reference_on_cuda", lambda: part_reference_on_cuda(1024)))

@@ -413,6 +413,21 @@ def build_attention_inputs(
     return key, value, query, torch.tensor(slots, dtype=torch.int64), block_table
 
 
+def causal_attention(
+    k: torch.Tensor, v: torch.Tensor, q: torch.Tensor, case: AttentionCase
+) -> torch.Tensor:
+    """Causal attention in float64 of ``len(q)`` queries at the end of the sequence, each KV head
+    shared by ``queries_per_kv`` consecutive query heads: what vLLM's kernel computes, without its
+    float32 rounding."""
+    seq, qlen = k.shape[0], q.shape[0]
+    k = k.double().repeat_interleave(case.queries_per_kv, dim=1)
+    v = v.double().repeat_interleave(case.queries_per_kv, dim=1)
+    scores = torch.einsum("lhd,shd->hls", q.double(), k) * case.softmax_scale
+    future = torch.arange(seq)[None, :] > (seq - qlen + torch.arange(qlen))[:, None]
+    scores = scores.masked_fill(future[None], float("-inf"))
+    return torch.einsum("hls,shd->lhd", scores.softmax(-1), v)
+
+
 ATTENTION_CASES: list[AttentionCase] = [
     AttentionCase("attn-int8-bf16-h64", "int8_per_token_head", "bfloat16", 2, 64, 37, 5),
     AttentionCase(

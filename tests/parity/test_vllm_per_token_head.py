@@ -171,14 +171,8 @@ def test_a_changed_byte_is_seen() -> None:
 
 
 def attention(k: torch.Tensor, v: torch.Tensor, q: torch.Tensor, case: Any) -> torch.Tensor:
-    """Causal attention in float64 of ``len(q)`` queries at the end of the sequence, GQA."""
-    seq, qlen = k.shape[0], q.shape[0]
-    k = k.double().repeat_interleave(case.queries_per_kv, dim=1)
-    v = v.double().repeat_interleave(case.queries_per_kv, dim=1)
-    scores = torch.einsum("lhd,shd->hls", q.double(), k) * case.softmax_scale
-    future = torch.arange(seq)[None, :] > (seq - qlen + torch.arange(qlen))[:, None]
-    scores = scores.masked_fill(future[None], float("-inf"))
-    return torch.einsum("hls,shd->lhd", scores.softmax(-1), v)
+    out: torch.Tensor = CASES.causal_attention(k, v, q, case)
+    return out
 
 
 ATTENTION_NAMES = [c.name for c in CASES.ATTENTION_CASES]
