@@ -7,7 +7,7 @@ These dtypes take no scale from the checkpoint: ``BaseKVCacheMethod.process_weig
 to 1.0 and deletes the loaded ``k_scale``/``v_scale``/``q_scale``/``prob_scale`` parameters. The
 write kernel computes one float32 scale per (token, KV head) from the values it stores, and keeps
 it in the cache next to them. Only the TRITON_ATTN backend lists these dtypes
-(``vllm/v1/attention/backends/triton_attn.py:324-336``).
+(``vllm/v1/attention/backends/triton_attn.py:326-336``).
 
 Write (``vllm/v1/attention/ops/triton_reshape_and_cache_flash.py``,
 ``_reshape_cache_per_token_head`` and its launcher; K and V independently, float32 throughout):
@@ -38,7 +38,7 @@ that way, byte for byte). What a GPU can do differently, and what only a GPU run
 * Triton lowers float32 ``/`` to ``div.full.f32`` (up to 2 ulp, benchmarks/RESULTS.md), so the
   scale and its reciprocal can be an ulp or two off IEEE, and fuses ``x * inv + zp`` into one FMA;
   either moves a value sitting within an ulp or two of a rounding boundary.
-* NaN and overflow are not defined by the kernels; the choices below follow Triton 3.6's lowering
+* NaN and overflow are not defined by the kernels; the reference follows Triton 3.6's lowering
   for sm90 (``tl.max``/``tl.min`` are NaN-ignoring ``maxnum``/``minnum``; arithmetic returns the
   positive canonical NaN; ``tl.clamp(y, -448, 448)`` becomes ``min.xorsign.abs``, which maps NaN
   to +448; other clamps map NaN to the lower bound; float-to-int conversions saturate and map NaN
@@ -105,7 +105,7 @@ SCALE_BYTES = 4
 RHT_SEED = 0x9E3779B9
 """Seed of the CPU generator that draws int4's rotation signs (``_get_rht_signs``, round 0)."""
 TRITON_ATTN_MIN_HEAD_SIZE = 32
-"""``TritonAttentionBackend.supports_head_size``: head_size >= 32 (triton_attn.py:381-383)."""
+"""``TritonAttentionBackend.supports_head_size``: head_size >= 32 (triton_attn.py:379-380)."""
 
 _INPUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 _LOW_NIBBLE = 0xF
@@ -264,7 +264,7 @@ def per_token_head_layout(
 
     Raises PerTokenHeadArgumentError where vLLM cannot lay the cache out: int4 with an odd head
     size, and any head size whose codes are not a whole number of float32 words
-    (``_ensure_scale_caches`` asserts ``data_bytes % 4 == 0``, triton_attn.py:441-444, so vLLM
+    (``_ensure_scale_caches`` asserts ``data_bytes % 4 == 0``, triton_attn.py:443-446, so vLLM
     fails at its first forward pass): int8/fp8 need head_size % 4 == 0, int4 head_size % 8 == 0.
     """
     fmt = per_token_head_format(kv_cache_dtype)
