@@ -374,8 +374,7 @@ def part_attention(vllm: Any, oracle: ModuleType, gpu: bool) -> list[dict[str, A
     todo = list(cases.ATTENTION_CASES)
     if gpu:
         todo += [
-            cases.AttentionCase(f"serving-{kv}", kv, "bfloat16", 8, 128, 1000, 16)
-            for kv in KINDS
+            cases.AttentionCase(f"serving-{kv}", kv, "bfloat16", 8, 128, 1000, 16) for kv in KINDS
         ]
     rows = []
     dev = vllm.device

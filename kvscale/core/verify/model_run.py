@@ -157,11 +157,9 @@ def run_model(
 ) -> ModelEval:
     """Run the model on the data three times (unquantized, FP8 at the target's scales, FP8 at
     1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
-    import functools
-
-    from kvscale.kernel.reference import quantize_to_bits
+    from kvscale.kernel.roundtrip import QuantizeFn, fp8_roundtrip
     from kvscale.model.data import load_calibration_data
-    from kvscale.model.evaluate import evaluate_model
+    from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model
     from kvscale.model.load import load_model
 
     model_path = model_options.model
@@ -196,30 +194,39 @@ def run_model(
         encode=loaded.encode if loaded.has_tokenizer else None,
         vocab_size=loaded.vocab_size,
     )
-    scales = {
-        layer.name: (
-            layer.k_device if len(layer.k_device) > 1 else layer.k_device[0],
-            layer.v_device if len(layer.v_device) > 1 else layer.v_device[0],
-        )
-        for layer in target.layers
-    }
-    quantize: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    quantize: QuantizeFn | None = None
     if engine_write is not None:
         # The FP8 cache the model reads is the one the serving engine writes.
         quantize = engine_write.write
         fmt = resolve_kv_cache_dtype(engine_write.stored_kv_cache_dtype).fp8 or fmt
     elif kernel is not None:
         quantize = kernel_quantize(kernel, kv_name)
-    else:
-        quantize = functools.partial(quantize_to_bits, fmt=fmt)
+    one = torch.ones(1, dtype=torch.float32)
+
+    def codec(k: torch.Tensor, v: torch.Tensor) -> LayerCodec:
+        return LayerCodec(fp8_roundtrip(k, fmt, quantize), fp8_roundtrip(v, fmt, quantize))
+
+    variants = [
+        CacheVariant(
+            "fp8",
+            {
+                layer.name: codec(
+                    torch.tensor(layer.k_device, dtype=torch.float32),
+                    torch.tensor(layer.v_device, dtype=torch.float32),
+                )
+                for layer in target.layers
+            },
+        ),
+        CacheVariant("unit_scales", {layer.name: codec(one, one) for layer in target.layers}),
+    ]
+    names = {layer.engine_name for layer in loaded.layers}
+    missing = sorted(names - {layer.name for layer in target.layers})
+    if missing:
+        raise UsageError(
+            f"no scales for {len(missing)} of the model's attention layers, first {missing[0]}"
+        )
     evaluation = evaluate_model(
-        loaded,
-        data.samples,
-        scales,
-        quantize=quantize,
-        fp8_dtype=getattr(torch, fmt.torch_dtype),
-        activations_out=activations_file,
-        progress=progress,
+        loaded, data.samples, variants, activations_out=activations_file, progress=progress
     )
     unq, fp8, unit = (evaluation.variant(name) for name in ("unquantized", "fp8", "unit_scales"))
     return ModelEval(

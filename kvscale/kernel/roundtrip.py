@@ -1,0 +1,63 @@
+"""What a KV cache gives back: ``roundtrip(x)``, the float32 K or V attention reads after the
+cache write stored ``x`` in a format, computed by kvscale's reference writers (or a kernel with
+the same bytes). ``verify --data`` and ``plan`` run the model with these in place of K/V
+(``kvscale.model.evaluate``), and measure them against ``x``.
+
+``x`` is ``[tokens, num_kv_heads, head_size]`` in the model dtype; the result float32 of the
+same shape on x's device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from kvscale.kernel.formats import FP8Format
+from kvscale.kernel.reference import quantize_to_bits
+
+Roundtrip = Callable[[torch.Tensor], torch.Tensor]
+QuantizeFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``quantize(x, scale float32 [1] | [kv_heads]) -> uint8 fp8 bits``, as a cache write stores
+them (kvscale's reference or kernel, or an engine's own write)."""
+
+
+def _broadcast(scale: torch.Tensor) -> torch.Tensor:
+    return scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
+
+
+def fp8_roundtrip(
+    scale: torch.Tensor, fmt: FP8Format, quantize: QuantizeFn | None = None
+) -> Roundtrip:
+    """FP8 per tensor (or per head): ``fp8(x / scale) * scale`` in float32, vLLM's attention-side
+    dequantization; ``quantize`` defaults to the reference write."""
+    write = quantize or (lambda x, s: quantize_to_bits(x, s, fmt))
+    fp8_dtype = getattr(torch, fmt.torch_dtype)
+
+    def roundtrip(x: torch.Tensor) -> torch.Tensor:
+        s = scale.to(device=x.device, dtype=torch.float32)
+        bits = write(x, s)
+        if bits.dtype != torch.uint8 or bits.shape != x.shape:
+            raise ValueError(
+                f"the cache write returned {bits.dtype} {tuple(bits.shape)}, expected uint8 "
+                f"{tuple(x.shape)}"
+            )
+        return bits.view(fp8_dtype).to(torch.float32) * _broadcast(s)
+
+    return roundtrip
+
+
+def per_token_head_roundtrip(kv_cache_dtype: str) -> Roundtrip:
+    """vLLM's per-token-head formats (``kvscale.kernel.per_token_head``): scales computed from
+    each token and head at write time; no checkpoint scale."""
+    from kvscale.kernel.per_token_head import dequantize_per_token_head, quantize_per_token_head
+
+    def roundtrip(x: torch.Tensor) -> torch.Tensor:
+        return dequantize_per_token_head(quantize_per_token_head(x, kv_cache_dtype))
+
+    return roundtrip
+
+
+def unquantized_roundtrip(x: torch.Tensor) -> torch.Tensor:
+    """A model-dtype cache stores ``x`` as it is."""
+    return x.to(torch.float32)
