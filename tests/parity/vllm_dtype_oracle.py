@@ -891,16 +891,14 @@ class DtypeOracle:
             return out
 
         with vo._stub_modules(dc.stub_modules):
+            old = torch.get_default_dtype()
+            torch.set_default_dtype(_MODEL_DTYPES[case["options"]["model_dtype"]])
             try:
-                with contextlib.ExitStack():
-                    old = torch.get_default_dtype()
-                    torch.set_default_dtype(_MODEL_DTYPES[case["options"]["model_dtype"]])
-                    try:
-                        setup = self._configure(d, case, out)
-                    finally:
-                        torch.set_default_dtype(old)
+                setup = self._configure(d, case, out)
             except Exception as e:
                 return refused(vo.fmt_exc(e))
+            finally:
+                torch.set_default_dtype(old)
 
             # build once, recording every layer's own refusal instead of stopping at the
             # first one (vLLM stops at the first: that is the engine error)
@@ -1674,7 +1672,7 @@ def backends_table(oracle: DtypeOracle) -> dict[str, Any]:
             members[stmt.targets[0].id] = ast.literal_eval(stmt.value)
     kvi = linker.module(F_KVI)
     backends: dict[str, Any] = {}
-    with linker.importing(), vo._stub_modules({}):
+    with linker.importing():
         FullAttentionSpec = kvi["FullAttentionSpec"]
         MLAAttentionSpec = kvi["MLAAttentionSpec"]
         for enum_name, path in members.items():
