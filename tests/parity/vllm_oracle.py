@@ -829,6 +829,19 @@ class VllmCode:
         # --- model load_weights / hf_to_vllm_mapper -------------------------------------
         self.models = build_model_classes(self)
 
+        # The per-file namespaces, for oracles that add vLLM definitions to them
+        # (vllm_dtype_oracle.py: ModelOptNvFp4Config next to ModelOptFp8Config, ...).
+        self.namespaces: dict[str, dict[str, Any]] = {
+            "kv_cache_interface": ns_kvi,
+            "config_cache": ns_cache,
+            "attention": ns_at,
+            "kv_cache": ns_kc,
+            "base_config": ns_bc,
+            "models_utils": ns_mu,
+            "modelopt": ns_mo,
+            "torch_utils": ns_tu,
+        }
+
         # --- modules for the local imports inside vLLM's functions ---------------------
         self.stub_modules = {
             "vllm.model_executor.models.utils": {"WeightsMapper": self.WeightsMapper},
