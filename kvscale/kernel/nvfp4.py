@@ -154,6 +154,9 @@ def _check_head_size(head_size: int) -> None:
             f"head_size {head_size} is not a multiple of 16: NVFP4 stores one e4m3 block scale "
             "per 16 elements (vLLM's reshape_and_cache_nvfp4_dispatch refuses it too)"
         )
+
+
+def _check_swizzle(head_size: int) -> None:
     if head_size % (4 * SF_VEC_SIZE):
         raise NVFP4HeadSizeError(
             f"head_size {head_size} gives {head_size // SF_VEC_SIZE} block scales per token, "
@@ -191,8 +194,8 @@ def nvfp4_kv_cache_shape(
 ) -> tuple[int, int, int, int]:
     """Shape of one layer's cache as vLLM allocates it: ``(num_blocks, 2 * num_kv_heads,
     block_size, full_dim)`` uint8, K head slots first (``FlashInferBackend.customize_spec``)."""
-    _check_block_size(block_size)
-    return (num_blocks, 2 * num_kv_heads, block_size, nvfp4_full_dim(head_size))
+    layout = NVFP4PageLayout.create(num_kv_heads, head_size, block_size)
+    return (num_blocks, 2 * num_kv_heads, block_size, layout.full_dim)
 
 
 def v_scale_position(slot: int, group: int, scale_dim: int) -> tuple[int, int]:
@@ -216,6 +219,7 @@ class NVFP4PageLayout:
         if num_kv_heads <= 0:
             raise NVFP4ArgumentError(f"num_kv_heads must be positive, got {num_kv_heads}")
         _check_head_size(head_size)
+        _check_swizzle(head_size)
         _check_block_size(block_size)
         return cls(num_kv_heads, head_size, block_size)
 
