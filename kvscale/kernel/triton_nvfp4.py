@@ -161,7 +161,7 @@ def _nvfp4_write_kernel(
             p2, p6 = tl.split(p26)
             p1, p5 = tl.split(p15)
             p3, p7 = tl.split(p37)
-            err = tl.zeros([BLOCK_G, 2], tl.float32) + p0
+            err = tl.full([BLOCK_G, 2], 0.0, tl.float32) + p0
             err = err + p1
             err = err + p2
             err = err + p3
