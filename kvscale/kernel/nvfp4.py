@@ -90,7 +90,9 @@ __all__ = [
     "NVFP4Quantized",
     "NVFP4WriteReport",
     "NVFP4WriteStats",
+    "NVFP4_STRESS_KINDS",
     "dequantize_nvfp4",
+    "make_nvfp4_stress_values",
     "nvfp4_bytes_per_token",
     "nvfp4_full_dim",
     "nvfp4_kv_cache_shape",
@@ -933,3 +935,71 @@ def nvfp4_layer_stats(
         key=nvfp4_write_stats(key, k_scale, kv_cache_dtype, track_ambiguity=track_ambiguity),
         value=nvfp4_write_stats(value, v_scale, kv_cache_dtype, track_ambiguity=track_ambiguity),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Test data
+
+
+NVFP4_STRESS_KINDS = ("random", "heavy", "adversarial")
+
+
+def make_nvfp4_stress_values(
+    shape: tuple[int, int, int],
+    *,
+    kind: str,
+    dtype: torch.dtype,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Inputs ``[num_tokens, num_kv_heads, head_size]`` for checking an NVFP4 writer.
+
+    ``random``: normal. ``heavy``: Cauchy-tailed. ``adversarial``: per group a unit ``u`` (an
+    e4m3 value from the subnormals to 448, times a power of two) and elements ``u`` times e2m1
+    values, their midpoints (ties), midpoints one bf16 step off, 6 times e4m3 midpoints (block
+    scale ties) and values past 7 (clipping); signs random; then NaN, +-inf, +-0 and subnormals
+    of the input dtype sprinkled over 1/16 of the elements.
+    """
+    if kind not in NVFP4_STRESS_KINDS:
+        raise ValueError(f"kind must be one of {NVFP4_STRESS_KINDS}, got {kind!r}")
+    g = generator
+    if kind == "random":
+        return torch.randn(shape, generator=g).to(dtype)
+    if kind == "heavy":
+        num = torch.randn(shape, generator=g, dtype=torch.float64)
+        den = torch.randn(shape, generator=g, dtype=torch.float64).abs() + 1e-3
+        return (num / den).to(dtype)
+    t, h, hs = shape
+    groups = t * h * hs // SF_VEC_SIZE
+    e2m1 = torch.tensor(E2M1_MAGNITUDES[1:], dtype=torch.float64)
+    mids = (e2m1[1:] + e2m1[:-1]) / 2
+    e4m3_grid = (
+        torch.arange(1, 127, dtype=torch.int64).to(torch.uint8).view(torch.float8_e4m3fn).double()
+    )
+    e4m3_mids = (e4m3_grid[1:] + e4m3_grid[:-1]) / 2
+    pool = torch.cat(
+        [
+            e2m1,
+            mids,
+            mids * (1 + 2.0**-7),
+            mids * (1 - 2.0**-7),
+            torch.tensor([0.25, 7.0, 7.5, 9.0, 12.0]),
+        ]
+    )
+    unit = e4m3_grid[torch.randint(0, e4m3_grid.numel(), (groups, 1), generator=g)]
+    unit = unit * 2.0 ** torch.randint(-20, 4, (groups, 1), generator=g).double()
+    v = pool[torch.randint(0, pool.numel(), (groups, SF_VEC_SIZE), generator=g)] * unit
+    # A quarter of the groups get a maximum at 6 times an e4m3 midpoint: sf lands on a tie.
+    tie = torch.rand(groups, generator=g) < 0.25
+    top = 6 * e4m3_mids[torch.randint(0, e4m3_mids.numel(), (groups,), generator=g)]
+    v[:, 0] = torch.where(tie, top * 2.0 ** torch.randint(-8, 4, (groups,), generator=g), v[:, 0])
+    v = v * (torch.randint(0, 2, v.shape, generator=g).double() * 2 - 1)
+    x = v.reshape(shape).to(dtype)
+    specials = torch.tensor(
+        [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0,
+         torch.finfo(dtype).tiny / 4, -torch.finfo(dtype).tiny / 4],
+        dtype=torch.float64,
+    ).to(dtype)  # fmt: skip
+    flat = x.view(-1)
+    where = torch.randint(0, flat.numel(), (max(1, flat.numel() // 16),), generator=g)
+    flat[where] = specials[torch.randint(0, specials.numel(), where.shape, generator=g)]
+    return x

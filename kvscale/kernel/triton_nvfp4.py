@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover
     triton = None
     tl = None
 
-__all__ = ["NVFP4KernelConfig", "reshape_and_cache_nvfp4"]
+__all__ = ["NVFP4KernelConfig", "reshape_and_cache_nvfp4", "rcp_approx_ftz"]
 
 
 def _nvfp4_write_kernel(
@@ -213,12 +213,22 @@ def _nvfp4_write_kernel(
         tl.store(side + SCALES + scale_off, sf_bits, mask=live)
 
 
+def _rcp_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = i < n
+    x = tl.load(x_ptr + i, mask=ok, other=1.0)
+    y = tl.inline_asm_elementwise(
+        "rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+    )
+    tl.store(y_ptr + i, y, mask=ok)
+
+
 _JIT_OPTIONS: dict[str, Any] = {
     "do_not_specialize": ["n_groups"],
     "do_not_specialize_on_alignment": ["slot_ptr", "k_scale_ptr", "v_scale_ptr"],
 }
 _jit_lock = threading.Lock()
-_kernels: dict[bool, Any] = {}
+_kernels: dict[bool | str, Any] = {}
 
 
 def _get_kernel(interpret: bool) -> Any:
@@ -246,6 +256,31 @@ def _get_kernel(interpret: bool) -> Any:
                 kernel = JITFunction(_nvfp4_write_kernel, **_JIT_OPTIONS)
             _kernels[interpret] = kernel
         return kernel
+
+
+def rcp_approx_ftz(x: torch.Tensor) -> torch.Tensor:
+    """``rcp.approx.ftz.f32`` of every element of a float32 CUDA tensor, computed by its GPU: the
+    instruction behind vLLM's ``reciprocal_approximate_ftz``. For checking the reference's
+    reciprocal model (``benchmarks/gpu_nvfp4_check.py``)."""
+    if triton is None:
+        raise TritonUnavailableError("rcp_approx_ftz needs Triton (`pip install triton`)")
+    if x.dtype != torch.float32 or x.device.type != "cuda":
+        raise NVFP4ArgumentError(
+            f"rcp_approx_ftz takes a float32 CUDA tensor, got {x.dtype} on {x.device}"
+        )
+    with _jit_lock:
+        kernel = _kernels.get("rcp")
+        if kernel is None:
+            from triton.runtime.jit import JITFunction  # type: ignore[import-untyped,unused-ignore]
+
+            kernel = JITFunction(_rcp_kernel)
+            _kernels["rcp"] = kernel
+    flat = x.contiguous().view(-1)
+    out = torch.empty_like(flat)
+    block = 1024
+    with torch.cuda.device(x.device):
+        kernel[(triton.cdiv(flat.numel(), block),)](flat, out, flat.numel(), BLOCK=block)
+    return out.view(x.shape)
 
 
 @dataclass(frozen=True)
