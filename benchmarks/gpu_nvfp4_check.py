@@ -138,7 +138,7 @@ def check_case(
     live = slots[rows]
     pages = differ.view(differ.shape[0], -1)
     for side, mask in enumerate((report.key_ambiguous, report.value_ambiguous)):
-        block, data_off, scale_off = N._block_offsets(lay, side, live)
+        block, data_off, scale_off = lay.slot_offsets(side, live)
         per_block = (
             pages[block[:, None, None, None], data_off].any(-1)
             | pages[block[:, None, None], scale_off]
@@ -226,12 +226,64 @@ def table(rows: list[dict[str, object]], cols: list[str]) -> str:
     return "\n".join(lines)
 
 
+def bytes_part(quick: bool) -> tuple[list[dict[str, object]], dict[str, int]]:
+    print("\n== bytes: kernel vs reference ==")
+    shapes = [(128, 8, 128, 16)]
+    if not quick:
+        shapes += [(96, 4, 64, 4), (48, 2, 256, 32), (64, 3, 192, 8)]
+    cases = []
+    seed = 0
+    for (tokens, heads, hs, bs), dtype, variant, kind, rule in itertools.product(
+        shapes, DTYPES, N.NVFP4_KV_CACHE_DTYPES, N.NVFP4_STRESS_KINDS, SCALE_RULES
+    ):
+        seed += 1
+        fused = seed % 2 == 0
+        if dtype == "fp16" and kind != "adversarial":
+            continue
+        cases.append(check_case(tokens, heads, hs, bs, dtype, variant, kind, rule, fused, seed))
+        print(table([cases[-1]], list(cases[-1])).splitlines()[-1], flush=True)
+    cols = ["tokens", "heads", "head_size", "dtype", "variant", "data", "scale", "layout",
+            "blocks", "ambiguous_blocks", "exact_bytes_differing", "ambiguous_bytes_differing",
+            "ambiguous_blocks_differing"]  # fmt: skip
+    print(table(cases, cols))
+    keys = ("blocks", "ambiguous_blocks", "exact_bytes_differing", "ambiguous_bytes_differing",
+            "ambiguous_blocks_differing")  # fmt: skip
+    total = {k: sum(int(str(c[k])) for c in cases) for k in keys}
+    print(f"TOTAL {len(cases)} cases: {total}")
+    return cases, total
+
+
+def bandwidth_part(quick: bool, sweep: bool) -> list[dict[str, object]]:
+    print("\n== bandwidth (median us, bf16 in, k = amax/448) ==")
+    sizes = [(4096, 8, 128), (65536, 8, 128)] if quick else [
+        (128, 8, 128), (4096, 8, 128), (65536, 8, 128), (262144, 8, 128), (16384, 32, 128),
+        (65536, 8, 64), (32768, 8, 256)]  # fmt: skip
+    bw = [row for size in sizes for row in size_rows(*size, sweep)]
+    print(table(bw, list(bw[0])))
+    for variant in N.NVFP4_KV_CACHE_DTYPES:
+        default = [r for r in bw if r["variant"] == variant and r["block_g"] == 64
+                   and r["num_warps"] == 4]  # fmt: skip
+        med = statistics.median(float(str(r["fraction_of_copy"])) for r in default)
+        print(f"{variant}: median fraction of copy bandwidth (default tile) {med:.3f}")
+    if sweep:
+        for key, group in itertools.groupby(
+            sorted(bw, key=lambda r: (str(r["tokens"]), str(r["head_size"]), str(r["variant"]))),
+            key=lambda r: (r["tokens"], r["heads"], r["head_size"], r["variant"]),
+        ):
+            best = min(group, key=lambda r: float(str(r["kernel_us"])))
+            print(f"best tile {key}: block_g {best['block_g']} warps {best['num_warps']} "
+                  f"{best['kernel_us']} us ({best['fraction_of_copy']} of copy)")  # fmt: skip
+    return bw
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="directory for results.json")
     ap.add_argument("--quick", action="store_true", help="fewer cases and sizes")
     ap.add_argument("--sweep", action="store_true", help="also time a grid of tiles")
     ap.add_argument("--interpret", action="store_true", help="dry-run part 2 on the CPU")
+    ap.add_argument("--parts", default="rcp,bytes,bandwidth",
+                    help="comma-separated parts to run (rcp, bytes, bandwidth)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.interpret:
         global DEVICE
@@ -240,61 +292,26 @@ def main(argv: list[str] | None = None) -> int:
     elif not torch.cuda.is_available():
         print("no CUDA device", file=sys.stderr)
         return 3
+    parts = set(args.parts.split(","))
     rcp: dict[str, object] = {}
+    cases: list[dict[str, object]] = []
+    total: dict[str, int] = {"exact_bytes_differing": 0}
+    bw: list[dict[str, object]] = []
     if not args.interpret:
         print(f"device: {torch.cuda.get_device_name()} cc "
               f"{torch.cuda.get_device_capability()}, torch {torch.__version__}")  # fmt: skip
+    if "rcp" in parts and not args.interpret:
         rcp = reciprocal_report()
         print("\n== rcp.approx.ftz.f32 on this GPU ==")
         print(json.dumps(rcp, indent=1))
-
-    print("\n== bytes: kernel vs reference ==")
-    shapes = [(256, 8, 128, 16)]
-    if not args.quick:
-        shapes += [(160, 4, 64, 4), (96, 2, 256, 32), (128, 3, 192, 8)]
-    cases = []
-    seed = 0
-    for (tokens, heads, hs, bs), dtype, variant, kind, rule in itertools.product(
-        shapes, DTYPES, N.NVFP4_KV_CACHE_DTYPES, N.NVFP4_STRESS_KINDS, SCALE_RULES
-    ):
-        seed += 1
-        fused = seed % 2 == 0
-        if args.quick and dtype == "fp16" and kind != "adversarial":
-            continue
-        cases.append(check_case(tokens, heads, hs, bs, dtype, variant, kind, rule, fused, seed))
-        print(table([cases[-1]], list(cases[-1])).splitlines()[-1], flush=True)
-    cols = ["tokens", "heads", "head_size", "dtype", "variant", "data", "scale", "layout",
-            "blocks", "ambiguous_blocks", "exact_bytes_differing", "ambiguous_bytes_differing",
-            "ambiguous_blocks_differing"]  # fmt: skip
-    print(table(cases, cols))
-    total = {k: sum(int(c[k]) for c in cases)  # type: ignore[call-overload]
-             for k in ("blocks", "ambiguous_blocks", "exact_bytes_differing",
-                       "ambiguous_bytes_differing", "ambiguous_blocks_differing")}  # fmt: skip
-    print(f"TOTAL {len(cases)} cases: {total}")
-    if args.interpret:
-        return 0
-
-    print("\n== bandwidth (median us, bf16 in) ==")
-    sizes = [(4096, 8, 128), (65536, 8, 128)] if args.quick else [
-        (128, 8, 128), (4096, 8, 128), (65536, 8, 128), (262144, 8, 128), (16384, 32, 128),
-        (65536, 8, 64), (32768, 8, 256)]  # fmt: skip
-    bw = [row for size in sizes for row in size_rows(*size, args.sweep)]
-    print(table(bw, list(bw[0])))
-    if args.sweep:
-        for (tokens, heads, hs, variant), group in itertools.groupby(
-            sorted(bw, key=lambda r: (r["tokens"], r["heads"], r["head_size"], r["variant"])),
-            key=lambda r: (r["tokens"], r["heads"], r["head_size"], r["variant"]),
-        ):
-            best = min(group, key=lambda r: float(r["kernel_us"]))  # type: ignore[arg-type]
-            print(f"best tile {tokens}x{heads}x{hs} {variant}: block_g {best['block_g']} "
-                  f"warps {best['num_warps']} {best['kernel_us']} us "
-                  f"({best['fraction_of_copy']} of copy)")  # fmt: skip
+    if "bytes" in parts:
+        cases, total = bytes_part(args.quick)
+    if "bandwidth" in parts and not args.interpret:
+        bw = bandwidth_part(args.quick, args.sweep)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps(
-            {"reciprocal": rcp, "cases": cases, "total": total, "bandwidth": bw,
-             "median_fraction_of_copy": statistics.median(float(r["fraction_of_copy"])  # type: ignore[arg-type]
-                                                          for r in bw)}, indent=1))  # fmt: skip
+        results = {"reciprocal": rcp, "cases": cases, "total": total, "bandwidth": bw}
+        (args.out / "results.json").write_text(json.dumps(results, indent=1))
     ok = total["exact_bytes_differing"] == 0
     print("PASS" if ok else "FAIL: differing bytes on exact blocks")
     return 0 if ok else 1

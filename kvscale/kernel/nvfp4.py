@@ -47,7 +47,10 @@ reciprocal; the e2m1 codes and the 4over6 choice can.
 The e2m1 conversion of special values follows the PTX ISA's ``.satfinite`` rule for formats
 without NaN: NaN becomes +6 (code 0x7), +-inf becomes +-6, a negative value that rounds to zero
 keeps its sign (0x8). The e4m3 block scale writes 0x7F for NaN (measured on an H200 for the FP8
-write, ``benchmarks/KERNEL_NOTES.md``). No SM100 GPU was available to measure the e2m1 cases.
+write, ``benchmarks/KERNEL_NOTES.md``). No SM100 GPU was available to measure the e2m1 cases; the
+sign of zero follows the e4m3 conversion (-0.0 -> 0x80, measured), whereas vLLM's own Triton
+emulation of this conversion for another op (``models/muse_spark/nvidia/ops/
+prepare_trtllm_nvfp4.py``) takes the sign from ``scaled < 0`` and would store -0.0 as 0x0.
 
 Page layout (vLLM allocates ``(num_blocks, 2 * num_kv_heads, block_size, full_dim)`` uint8 with
 ``full_dim = head_size / 2 + head_size / 16``, ``FlashInferBackend.customize_spec``; on SM100,
@@ -264,6 +267,22 @@ class NVFP4PageLayout:
             )
         region = side * self.side_bytes + self.num_kv_heads * self.block_size * self.data_dim
         return region + (head * self.block_size + slot) * self.scale_dim + group
+
+    def slot_offsets(
+        self, side: int, slots: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For live slots ``[L]`` (int64, >= 0): their page index ``[L]``, the offsets of their
+        data bytes ``[L, heads, groups, 8]`` and of their scale bytes ``[L, heads, groups]``."""
+        block = torch.div(slots, self.block_size, rounding_mode="floor")
+        t = (slots - block * self.block_size)[:, None, None]
+        heads = torch.arange(self.num_kv_heads)[None, :, None]
+        groups = torch.arange(self.scale_dim)[None, None, :]
+        data = (
+            self.data_offsets(side, heads, t)[..., None]
+            + groups[..., None] * (SF_VEC_SIZE // 2)
+            + torch.arange(SF_VEC_SIZE // 2)
+        )
+        return block, data, self.scale_offsets(side, heads, t, groups)
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,10 +501,15 @@ def _quantize_groups(
     codes = torch.where(use4[:, None], codes4, codes6)
     ambiguous = torch.zeros(n, dtype=torch.bool)
     if track:
-        # Screen: with stable codes on both sides and errors further apart than the reciprocals
-        # can move them, the choice and the codes are certain; enumerate only the rest.
-        settled = (
-            ~_unstable_codes(x, sf6, rcp_g, codes6)
+        # Screen: a block with NaN or inf keeps 6 whatever the reciprocals (every error is NaN
+        # or inf, never smaller), so only its codes can move. Otherwise, with stable codes on
+        # both sides and errors further apart than the reciprocals can move them, the choice
+        # and the codes are certain. Only the rest is enumerated.
+        unstable6 = _unstable_codes(x, sf6, rcp_g, codes6)
+        nonfinite = ~torch.isfinite(x).all(dim=1)
+        ambiguous = nonfinite & unstable6
+        settled = nonfinite | (
+            ~unstable6
             & ~_unstable_codes(x, sf4, rcp_g, codes4)
             & torch.isfinite(err6)
             & torch.isfinite(err4)
@@ -732,23 +756,6 @@ def _live_slots(
     return rows, live
 
 
-def _block_offsets(
-    layout: NVFP4PageLayout, side: int, live: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Page index ``[L]``, data byte offsets ``[L, H, G, 8]`` and scale offsets ``[L, H, G]``."""
-    block = torch.div(live, layout.block_size, rounding_mode="floor")
-    t = (live - block * layout.block_size)[:, None, None]
-    heads = torch.arange(layout.num_kv_heads)[None, :, None]
-    groups = torch.arange(layout.scale_dim)[None, None, :]
-    data = (
-        layout.data_offsets(side, heads, t)[..., None]
-        + groups[..., None] * (SF_VEC_SIZE // 2)
-        + torch.arange(SF_VEC_SIZE // 2)
-    )
-    scale = layout.scale_offsets(side, heads, t, groups)
-    return block, data, scale
-
-
 def reference_reshape_and_cache_nvfp4(
     key: torch.Tensor,
     value: torch.Tensor,
@@ -783,7 +790,7 @@ def reference_reshape_and_cache_nvfp4(
         for side, (src, scale) in enumerate(((key, k_scale), (value, v_scale))):
             x = src[:n].index_select(0, rows.to(src.device))
             q = quantize_nvfp4(x, scale, kv_cache_dtype, track_ambiguity=track_ambiguity)
-            block, data_off, scale_off = _block_offsets(layout, side, live)
+            block, data_off, scale_off = layout.slot_offsets(side, live)
             data = q.data.reshape(*data_off.shape)
             cpu_pages[block[:, None, None, None], data_off] = data
             cpu_pages[block[:, None, None], scale_off] = q.scales
@@ -833,7 +840,7 @@ def read_nvfp4_cache(
     live = slots[live_rows]
     for side, scale in enumerate((k_scale, v_scale)):
         result = torch.full((n, num_kv_heads, layout.head_size), math.nan)
-        block, data_off, scale_off = _block_offsets(layout, side, live)
+        block, data_off, scale_off = layout.slot_offsets(side, live)
         data = pages[block[:, None, None, None], data_off].reshape(
             live.numel(), num_kv_heads, layout.data_dim
         )

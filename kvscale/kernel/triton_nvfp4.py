@@ -98,7 +98,7 @@ def _nvfp4_write_kernel(
         g = tl.math.div_rn(one, scale)  # vLLM: 1.0f / *k_scale_ptr, IEEE
         if APPROX_RCP:
             rcp_g = tl.inline_asm_elementwise(
-                "rcp.approx.ftz.f32 $0, $1;", "=r,r", [g], dtype=tl.float32, is_pure=True, pack=1
+                "rcp.approx.ftz.f32 $0, $1;", "=f,f", [g], dtype=tl.float32, is_pure=True, pack=1
             )
         else:
             rcp_g = 1.0 / g
@@ -120,7 +120,7 @@ def _nvfp4_write_kernel(
             prod = sf * rcp_g[:, None]
             if APPROX_RCP:
                 r = tl.inline_asm_elementwise(
-                    "rcp.approx.ftz.f32 $0, $1;", "=r,r", [prod], dtype=tl.float32,
+                    "rcp.approx.ftz.f32 $0, $1;", "=f,f", [prod], dtype=tl.float32,
                     is_pure=True, pack=1,
                 )  # fmt: skip
             else:
@@ -128,7 +128,7 @@ def _nvfp4_write_kernel(
             os2 = tl.where(sf != 0.0, r, 0.0)
             if APPROX_RCP:
                 r = tl.inline_asm_elementwise(
-                    "rcp.approx.ftz.f32 $0, $1;", "=r,r", [os2], dtype=tl.float32,
+                    "rcp.approx.ftz.f32 $0, $1;", "=f,f", [os2], dtype=tl.float32,
                     is_pure=True, pack=1,
                 )  # fmt: skip
             else:
@@ -181,7 +181,7 @@ def _nvfp4_write_kernel(
             prod = sf * rcp_g
             if APPROX_RCP:
                 r = tl.inline_asm_elementwise(
-                    "rcp.approx.ftz.f32 $0, $1;", "=r,r", [prod], dtype=tl.float32,
+                    "rcp.approx.ftz.f32 $0, $1;", "=f,f", [prod], dtype=tl.float32,
                     is_pure=True, pack=1,
                 )  # fmt: skip
             else:
@@ -218,7 +218,7 @@ def _rcp_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     ok = i < n
     x = tl.load(x_ptr + i, mask=ok, other=1.0)
     y = tl.inline_asm_elementwise(
-        "rcp.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1
+        "rcp.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=tl.float32, is_pure=True, pack=1
     )
     tl.store(y_ptr + i, y, mask=ok)
 
