@@ -330,8 +330,13 @@ class Engine(ABC):
     """Attention backends whose scale handling is modelled (``--attention-backend``)."""
     fp8_kv_cache_dtype: str = "fp8"
     """The engine's spelling of the per-tensor FP8 (e4m3) KV-cache dtype."""
-    commands: frozenset[str] = frozenset(["inspect", "diff", "normalize", "verify", "calibrate"])
+    commands: frozenset[str] = frozenset(
+        ["inspect", "diff", "normalize", "verify", "calibrate", "plan"]
+    )
     """The kvscale commands whose questions this engine's rules answer."""
+    supports_skip_layers: bool = False
+    """The engine can keep chosen layers' KV cache unquantized (vLLM's
+    ``--kv-cache-dtype-skip-layers``)."""
 
     def require(self, command: str) -> None:
         """A usage error unless ``command`` is supported for this engine."""
@@ -395,6 +400,40 @@ class Engine(ABC):
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         """The engine's attention layer name for a checkpoint attention prefix."""
         return f"{prefix}.attn"
+
+    @abstractmethod
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        """The format one of the engine's dtype strings stores (on this platform, for an MLA
+        latent cache or a per-head one)."""
+
+    def backends_for(
+        self,
+        kv_cache_dtype: str,
+        *,
+        head_size: int | None,
+        gpu_arch: str | None,
+        latent: bool,
+    ) -> tuple[str, ...] | None:
+        """The attention backends (``--attention-backend`` names) that run this dtype for such a
+        model; None when the engine's backends are not modelled."""
+        return None
+
+    def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
+        """The backends that honour per-head k/v scales with this dtype (none by default)."""
+        return ()
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """The engine's own command line serving ``checkpoint`` with this KV cache."""
+        raise NotImplementedError(f"{self.name} has no serving command modelled")
 
     @abstractmethod
     def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:

@@ -25,6 +25,7 @@ its per-layer statistics (``kvscale.core.verify.stats``) and ``plan`` quantizes 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,8 @@ class VariantResult:
     kl_max: float
     tokens: int
     """Predicted tokens (each sample's length minus one)."""
+    seconds: float = 0.0
+    """Wall time of this variant's forward passes, its K/V round trips included."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,7 @@ def evaluate_model(
     runs: list[tuple[str, Mapping[str, LayerCodec] | None]] = [(REFERENCE, None)]
     runs.extend((v.name, v.layers) for v in variants)
     sums = {name: [0.0, 0.0, 0.0] for name, _ in runs}  # loss * n, kl sum, kl max
+    seconds = dict.fromkeys(sums, 0.0)
     predicted = 0
     tokens = 0
     device = loaded.input_device
@@ -265,6 +269,7 @@ def evaluate_model(
                 ref: _Reference | None = None
                 for name, codecs in runs:
                     active["codecs"] = codecs
+                    began = time.perf_counter()
                     out = model(input_ids=ids, labels=ids, use_cache=False)
                     logits = out.logits[0]
                     if n > 0:
@@ -278,6 +283,7 @@ def evaluate_model(
                         # max() would drop a NaN; a NaN KL must stay visible.
                         acc[2] = kl_max if math.isnan(kl_max) or kl_max > acc[2] else acc[2]
                     del out, logits
+                    seconds[name] += time.perf_counter() - began
                 predicted += max(0, n)
                 tokens += len(sample)
                 if progress is not None:
@@ -297,6 +303,7 @@ def evaluate_model(
                 kl_mean=kl_sum / predicted if predicted else math.nan,
                 kl_max=kl_max,
                 tokens=predicted,
+                seconds=seconds[name],
             )
         )
     written = None

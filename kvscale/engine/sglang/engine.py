@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvscale.cache_formats import CacheFormat
 from kvscale.conventions import (
     attention_prefix,
     convention_of,
@@ -264,6 +265,29 @@ class SglangEngine(Engine):
             gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        return kv_dtypes.cache_format(kv_cache_dtype, platform, latent=latent)
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """``python -m sglang.launch_server`` (srt/server_args.py); SGLang 0.5.23 has no
+        per-layer KV-cache dtype."""
+        if skip_layers:
+            raise UsageError("SGLang 0.5.23 cannot keep single layers unquantized")
+        out = ["python", "-m", "sglang.launch_server", "--model-path", checkpoint]
+        out += ["--kv-cache-dtype", kv_cache_dtype]
+        if attention_backend is not None:
+            out += ["--attention-backend", attention_backend]
+        return tuple(out)
 
     def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
         latent = shape.latent_width is not None

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from kvscale.cache_formats import CacheFormat
 from kvscale.conventions import (
     attention_prefix,
     engine_layer_name,
@@ -109,6 +110,65 @@ class VllmEngine(Engine):
             gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    supports_skip_layers = True
+
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        return kv_dtypes.cache_format(kv_cache_dtype, platform)
+
+    def backends_for(
+        self,
+        kv_cache_dtype: str,
+        *,
+        head_size: int | None,
+        gpu_arch: str | None,
+        latent: bool,
+    ) -> tuple[str, ...] | None:
+        if latent:
+            return None  # MLA backends: kvscale/engine/vllm MLA rules
+        backends = kv_dtypes.BACKENDS.get(kv_cache_dtype, ())
+        if kv_cache_dtype == "nvfp4_4over6" and gpu_arch not in (None, "sm100", "sm103"):
+            return ()  # the 4-over-6 search exists in the SM100 writer only
+        if (
+            kv_cache_dtype.startswith("nvfp4")
+            and head_size == 64
+            and gpu_arch
+            not in (
+                "sm100",
+                "sm103",
+            )
+        ):
+            return ()  # FlashInfer's SM80/90/120 NVFP4 path refuses head size 64
+        return backends
+
+    def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
+        if kv_dtypes.cache_format(kv_cache_dtype, "ocp").fp8 is None:
+            return ()
+        return tuple(
+            b
+            for b in kv_dtypes.PER_HEAD_BACKENDS
+            if b in kv_dtypes.BACKENDS.get(kv_cache_dtype, ())
+        )
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """``vllm serve``: ``--kv-cache-dtype-skip-layers`` takes its entries space-separated
+        (a ``list[str]`` field: argparse ``nargs="+"``, engine/arg_utils.py); the backend by its
+        ``AttentionBackendEnum`` name."""
+        out = ["vllm", "serve", checkpoint, "--kv-cache-dtype", kv_cache_dtype]
+        if skip_layers:
+            out += ["--kv-cache-dtype-skip-layers", *skip_layers]
+        if attention_backend is not None:
+            out += ["--attention-backend", attention_backend.upper()]
+        return tuple(out)
 
     def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
         """``Attention.__init__`` (layers/attention/attention.py): a layer whose index string, or

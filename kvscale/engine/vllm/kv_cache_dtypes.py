@@ -100,6 +100,24 @@ def cache_format(kv_cache_dtype: str, platform: str) -> CacheFormat:
     return fmt
 
 
+BACKENDS: dict[str, tuple[str, ...]] = {
+    "fp8": ("flash_attn", "flashinfer", "triton_attn"),
+    "fp8_e4m3": ("flash_attn", "flashinfer", "triton_attn"),
+    "fp8_e5m2": ("flashinfer", "triton_attn"),
+    "nvfp4": ("flashinfer",),
+    "nvfp4_4over6": ("flashinfer",),
+    "int8_per_token_head": ("triton_attn",),
+    "fp8_per_token_head": ("triton_attn",),
+    "int4_per_token_head": ("triton_attn",),
+}
+"""Which of the modelled backends (``--attention-backend``) list a dtype in their
+``supported_kv_cache_dtypes`` (``v1/attention/backends/*.py``); a dtype not here is run by none
+of them (a TurboQuant/Octave/UltraQuant backend, or none in the tree)."""
+
+PER_HEAD_BACKENDS = ("flash_attn",)
+"""Backends whose cache write indexes per-head scales by head (the CUDA
+``reshape_and_cache_flash``); triton_attn's write uses head 0's (``per-head-collapsed``)."""
+
 BOUNDARY_SKIP_DTYPES = frozenset([*TURBOQUANT, "ultraquant_4bit"])
 """``EngineArgs.create_engine_config`` (engine/arg_utils.py) adds boundary skip layers for
 these packed formats."""
