@@ -100,6 +100,8 @@ PRODUCERS: dict[str, dict[str, Any]] = {
     "sglang_mla": {"attn_mqa.k_scale": K, "attn_mqa.v_scale": V},
     # Quark / old compressed-tensors output scales
     "output_scale": {"k_proj.output_scale": K, "v_proj.output_scale": V},
+    # Quark / fp8 attention-probability scale
+    "prob": {"prob_output_scale": PROB},
 }
 
 
@@ -337,4 +339,72 @@ matrix("longcat", G, LONGCAT, MAIN_P, ["modelopt", "fp8", "ct"],
 SARVAM = deepseek_config("SarvamMLAForCausalLM", "sarvam_mla", num_experts=4,
                          num_experts_per_tok=2, moe_shared_expert_intermediate_size=32)
 matrix("sarvam", G, SARVAM, MAIN_P, ["modelopt", "fp8", "ct", "none"])
+
+
+MINICPM3 = {
+    "architectures": ["MiniCPM3ForCausalLM"],
+    "model_type": "minicpm3",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 16,
+    "v_head_dim": 16,
+    "q_lora_rank": 24,
+    "kv_lora_rank": 32,
+    "vocab_size": 128,
+    "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-6,
+    "hidden_act": "silu",
+    "scale_emb": 12,
+    "scale_depth": 1.4,
+    "dim_model_base": 64,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+matrix("minicpm3", "mla-config-attention", MINICPM3, ["ct", "modelopt", "kv_scale", "attn",
+                                                      "output_scale"],
+       ["modelopt", "fp8", "ct", "quark", "none"],
+       what=" (MLA-shaped config, plain Attention)")
+
+
+# ======================================================================================
+# Hybrids, MoE, multimodal wrappers, KV sharing (non-MLA architecture classes)
+# ======================================================================================
+
+LLAMA_P = ["ct", "modelopt", "kv_scale", "output_scale", "attn"]
+
+JAMBA = {
+    "architectures": ["JambaForCausalLM"],
+    "model_type": "jamba",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "attn_layer_period": 2,
+    "attn_layer_offset": 1,
+    "expert_layer_period": 2,
+    "expert_layer_offset": 1,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "mamba_d_state": 16,
+    "mamba_d_conv": 4,
+    "mamba_expand": 2,
+    "mamba_dt_rank": 8,
+    "mamba_conv_bias": True,
+    "mamba_proj_bias": False,
+    "vocab_size": 128,
+    "rms_norm_eps": 1e-6,
+    "hidden_act": "silu",
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+# layer 1 is the attention layer (attn_layer_period 2, offset 1); layer 0 Mamba
+matrix("jamba", "hybrid-jamba", JAMBA, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct", "quark",
+                                                            "none"], layers=[1])
+
 CASES_BY_NAME = {c["name"]: c for c in CASES}

@@ -240,10 +240,13 @@ def _leaf_param(*shape: int, dtype: torch.dtype | None = None) -> nn.Parameter:
 
 class Linear(vo.LinearBase):
     """Any of vLLM's parallel linear layers: FP8-static-like placeholder parameters
-    (`weight`, `weight_scale`, `input_scale`); none is named like a KV scale."""
+    (`weight`, `weight_scale`, `input_scale`); none is named like a KV scale. Keeps
+    `quant_config` as LinearBase.__init__ does (AutoWeightsLoader looks for it on the
+    model's direct children)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
+        self.quant_config = kwargs.get("quant_config")
         self.weight = _leaf_param(1)
         self.weight_scale = _leaf_param(1, dtype=torch.float32)
         self.input_scale = _leaf_param(1, dtype=torch.float32)
@@ -261,10 +264,31 @@ class Embedding(vo.VocabParallelEmbedding):
         self.weight = _leaf_param(1)
 
 
+def _lm_head_signature(
+    num_embeddings: int,
+    embedding_dim: int,
+    bias: bool = False,
+    params_dtype: Any = None,
+    org_num_embeddings: Any = None,
+    padding_size: int = 64,
+    quant_config: Any = None,
+    prefix: str = "",
+    **kwargs: Any,
+) -> Any:
+    return quant_config
+
+
 class LMHead(vo.ParallelLMHead):
+    """ParallelLMHead: keeps `quant_config` (vocab_parallel_embedding.py,
+    ParallelLMHead.__init__), which AutoWeightsLoader may pick up as the model's."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         nn.Module.__init__(self)
+        self.quant_config = _lm_head_signature(*args, **kwargs)
         self.weight = _leaf_param(1)
+
+    def tie_weights(self, embed_tokens: nn.Module) -> nn.Module:
+        return embed_tokens
 
 
 class Rotary(nn.Module):
@@ -1136,6 +1160,34 @@ def _config_namespace(d: Mapping[str, Any]) -> SimpleNamespace:
     return out
 
 
+# Properties of transformers' config classes that vLLM's model code reads and config.json
+# does not hold (transformers 5.x, models/<type>/configuration_<type>.py); the oracle adds
+# them the way transformers computes them.
+def _jamba_properties(cfg: SimpleNamespace) -> None:
+    # JambaConfig.layers_block_type / layers_num_experts
+    n = cfg.num_hidden_layers
+    cfg.layers_block_type = [
+        "attention" if i % cfg.attn_layer_period == cfg.attn_layer_offset else "mamba"
+        for i in range(n)
+    ]
+    cfg.layers_num_experts = [
+        cfg.num_experts if i % cfg.expert_layer_period == cfg.expert_layer_offset else 1
+        for i in range(n)
+    ]
+
+
+_CONFIG_PROPERTIES: dict[str, Callable[[SimpleNamespace], None]] = {
+    "jamba": _jamba_properties,
+}
+
+
+def _add_config_properties(cfg: SimpleNamespace) -> SimpleNamespace:
+    for c in (cfg, getattr(cfg, "text_config", None)):
+        if c is not None and getattr(c, "model_type", None) in _CONFIG_PROPERTIES:
+            _CONFIG_PROPERTIES[c.model_type](c)
+    return cfg
+
+
 def _text_config(cfg: SimpleNamespace) -> SimpleNamespace:
     # transformers' PreTrainedConfig.get_text_config(): the text sub-config when present
     sub = getattr(cfg, "text_config", None)
@@ -1207,7 +1259,7 @@ class ArchOracle:
     def _configure(self, d: Path, options: Mapping[str, str], out: dict[str, Any]) -> dict[str, Any]:
         code, base = self.code, self.code.base
         config_dict = json.loads((d / "config.json").read_text())
-        hf_config = _config_namespace(config_dict)
+        hf_config = _add_config_properties(_config_namespace(config_dict))
         hf_config.__dict__.pop("quantization_config", None)
 
         def file_or_path_exists(model: str, name: str, revision: Any) -> bool:
@@ -1312,6 +1364,7 @@ class ArchOracle:
                 prefill_context_parallel_size=1,
                 pcp_shard_decode_requests=False,
                 enable_expert_parallel=False,
+                enable_eplb=False,
                 eplb_config=SimpleNamespace(num_redundant_experts=0),
             ),
             scheduler_config=SimpleNamespace(max_num_batched_tokens=16, max_num_seqs=4),
@@ -1743,6 +1796,64 @@ def build_sarvam_mla(o: ArchOracle) -> type:
     ], ns)["SarvamMLAForCausalLM"]
 
 
+def build_minicpm3(o: ArchOracle) -> type:
+    """MiniCPM3: an MLA-shaped config (kv_lora_rank, q_lora_rank, qk_rope_head_dim) served
+    with a plain Attention over the expanded per-head K/V (minicpm3.py), not MLAAttention."""
+    mf = o.models
+    ns = mf.ns(MiniCPMMLP=MLPBlock, MiniCPMMoE=MoEBlock)
+    base = build_classes(mf, F_MINICPM, [
+        ("MiniCPMDecoderLayer", ["nn.Module"], ["__init__", "_init_ffn_block"]),
+        ("MiniCPMModel", ["nn.Module"], ["__init__", "load_weights"]),
+        ("MiniCPMForCausalLM", ["_CausalLMShell"], ["__init__", "load_weights"]),
+    ], {**ns, "_CausalLMShell": _CausalLMShell})
+    ns3 = mf.ns(**base)
+    got = build_classes(mf, F_MINICPM3, [
+        ("MiniCPM3Attention", ["nn.Module"], ["__init__"]),
+        ("MiniCPM3DecoderLayer", ["MiniCPMDecoderLayer"], ["_init_attn_block"]),
+        ("MiniCPM3Model", ["MiniCPMModel"], ["_init_layers"]),
+        ("MiniCPM3ForCausalLM", ["MiniCPMForCausalLM"],
+         ["packed_modules_mapping", "_init_model"]),
+    ], ns3)
+    return got["MiniCPM3ForCausalLM"]
+
+
+class _MambaLeaf(nn.Module):
+    """A Mamba / SSM / linear-attention mixer (MambaMixer, MambaMixer2, GatedDeltaNet,
+    ShortConv, KDA...): its own weights, no attention KV cache and no KV scale."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        self.in_proj = Linear()
+        self.out_proj = Linear()
+        self.conv1d = Linear()
+        self.A = _leaf_param(1)
+        self.D = _leaf_param(1)
+        self.dt_bias = _leaf_param(1)
+
+
+def build_jamba(o: ArchOracle) -> type:
+    mf = o.models
+    rel = F_JAMBA
+    ns = mf.ns(
+        JambaConfig=_annotation("JambaConfig"),
+        JambaMLP=MLPBlock,
+        JambaMoE=MoEBlock,
+        MambaMixer=_MambaLeaf,
+        _CausalLMShell=_CausalLMShell,
+    )
+    got = build_classes(mf, rel, [
+        ("JambaMambaDecoderLayer", ["nn.Module"], ["__init__"]),
+        ("JambaAttentionDecoderLayer", ["nn.Module"], ["__init__"]),
+    ], ns)
+    exec_defs(mf.tree, rel, ["ALL_DECODER_LAYER_TYPES"], ns)
+    del got
+    return build_classes(mf, rel, [
+        ("JambaModel", ["nn.Module"], ["__init__"]),
+        ("JambaForCausalLM", ["_CausalLMShell"],
+         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"]),
+    ], ns)["JambaForCausalLM"]
+
+
 # ======================================================================================
 # The architectures executed: registry name -> builder(oracle, platform) -> class
 # ======================================================================================
@@ -1772,6 +1883,8 @@ ARCHITECTURES: dict[str, Callable[[ArchOracle, str], type]] = {
     "LongcatFlashForCausalLM": lambda o, p: o.family(
         "longcat_flash", lambda: build_longcat_flash(o)),
     "SarvamMLAForCausalLM": lambda o, p: o.family("sarvam_mla", lambda: build_sarvam_mla(o)),
+    "MiniCPM3ForCausalLM": lambda o, p: o.family("minicpm3", lambda: build_minicpm3(o)),
+    "JambaForCausalLM": lambda o, p: o.family("jamba", lambda: build_jamba(o)),
 }
 
 
