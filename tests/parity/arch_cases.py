@@ -407,4 +407,74 @@ JAMBA = {
 matrix("jamba", "hybrid-jamba", JAMBA, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct", "quark",
                                                             "none"], layers=[1])
 
+
+
+def llama_like_config(arch: str, model_type: str, **extra: Any) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "architectures": [arch],
+        "model_type": model_type,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "vocab_size": 128,
+        "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-6,
+        "hidden_act": "silu",
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+    }
+    cfg.update(extra)
+    return cfg
+
+
+Q_MAIN = ["modelopt", "fp8", "ct", "quark", "none"]
+G = "moe"
+matrix("mixtral", G, llama_like_config("MixtralForCausalLM", "mixtral", num_local_experts=4,
+                                        num_experts_per_tok=2), LLAMA_P + ["prob"], Q_MAIN)
+matrix("qwen3_moe", G, llama_like_config("Qwen3MoeForCausalLM", "qwen3_moe", num_experts=4,
+                                          num_experts_per_tok=2, moe_intermediate_size=32,
+                                          decoder_sparse_step=1, mlp_only_layers=[]),
+       LLAMA_P + ["prob"], Q_MAIN)
+G = "hybrid"
+# layer 0 is a short-convolution layer, layer 1 full attention
+matrix("lfm2", G, llama_like_config("Lfm2ForCausalLM", "lfm2", norm_eps=1e-5, conv_L_cache=3,
+                                     conv_dim=64, conv_dim_out=64,
+                                     conv_bias=False, block_dim=64, block_ff_dim=128,
+                                     block_multiple_of=16, block_ffn_dim_multiplier=1.0,
+                                     block_auto_adjust_ff_dim=False,
+                                     layer_types=["conv", "full_attention"]),
+       LLAMA_P + ["prob"], Q_MAIN, layers=[1])
+
+
+G = "reference-llama"
+LLAMA = llama_like_config("LlamaForCausalLM", "llama")
+matrix("llama", G, LLAMA, LLAMA_P + ["prob"], Q_MAIN)
+
+G = "multimodal"
+MISTRAL3 = {
+    "architectures": ["Mistral3ForConditionalGeneration"],
+    "model_type": "mistral3",
+    "projector_hidden_act": "gelu",
+    "spatial_merge_size": 2,
+    "multimodal_projector_bias": False,
+    "image_token_index": 10,
+    "vision_config": {"hidden_size": 32, "patch_size": 14, "hidden_act": "silu",
+                      "num_attention_heads": 2},
+    # no "architectures" in text_config (as in the released checkpoints): vLLM takes
+    # transformers' causal-LM class for model_type "mistral"
+    "text_config": {k: v for k, v in llama_like_config("x", "mistral").items()
+                    if k not in ("architectures", "torch_dtype")},
+    "torch_dtype": "bfloat16",
+}
+# transformers >= 4.52 save_pretrained names (model.language_model.*) and the older ones
+# (language_model.model.*)
+matrix("mistral3", G, MISTRAL3, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct"],
+       prefix="model.language_model.layers.{i}.self_attn")
+matrix("mistral3_old", G, MISTRAL3, ["ct", "modelopt"], ["modelopt", "fp8", "ct"],
+       prefix="language_model.model.layers.{i}.self_attn", what=" (pre-4.52 names)")
+
 CASES_BY_NAME = {c["name"]: c for c in CASES}

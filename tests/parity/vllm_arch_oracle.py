@@ -109,6 +109,7 @@ F_BAILING_V3 = "model_executor/models/bailing_moe_v3.py"
 F_MINICPM3 = "model_executor/models/minicpm3.py"
 F_MINICPM = "model_executor/models/minicpm.py"
 F_JAMBA = "model_executor/models/jamba.py"
+F_LLAMA = "model_executor/models/llama.py"
 F_CONVERTOR = "transformers_utils/model_arch_config_convertor.py"
 F_MODEL_CFG = "config/model.py"
 F_REGISTRY = "model_executor/models/registry.py"
@@ -288,7 +289,9 @@ class LMHead(vo.ParallelLMHead):
         self.weight = _leaf_param(1)
 
     def tie_weights(self, embed_tokens: nn.Module) -> nn.Module:
-        return embed_tokens
+        # UnquantizedEmbeddingMethod.tie_weights: share the embedding's weight
+        self.weight = embed_tokens.weight
+        return self
 
 
 class Rotary(nn.Module):
@@ -318,6 +321,11 @@ class MoEBlock(nn.Module):
         self.gate = Linear()
         self.experts = Experts()
         self.shared_experts = MLPBlock()
+        # expert-parallel bookkeeping read by the models' __init__ (MixtureOfExperts)
+        self.n_logical_experts = self.n_physical_experts = self.num_experts = 4
+        self.n_local_physical_experts = self.n_routed_experts = 4
+        self.n_shared_experts = 1
+        self.n_redundant_experts = 0
 
 
 class MLPBlock(nn.Module):
@@ -1352,6 +1360,7 @@ class ArchOracle:
                 dtype=model_dtype,
                 is_mm_prefix_lm=False,
                 max_model_len=256,
+                multimodal_config=None,
             ),
             cache_config=copy.copy(setup["cache_config"]),
             quant_config=setup["quant_config"],
@@ -1633,7 +1642,16 @@ def init_vllm_registered_model_for(o: ArchOracle) -> Callable[..., nn.Module]:
     ) -> nn.Module:
         if hf_config is None:
             hf_config = vllm_config.model_config.hf_config
-        arch = (architectures or hf_config.architectures)[0]
+        names = architectures or getattr(hf_config, "architectures", None)
+        if not names:
+            # VllmConfig.with_hf_config: transformers' causal-LM class for the
+            # sub-config's model_type (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+            from transformers.models.auto.modeling_auto import (
+                MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+            )
+
+            names = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[hf_config.model_type]]
+        arch = names[0]
         inner = copy.copy(vllm_config)
         inner.model_config = copy.copy(vllm_config.model_config)
         inner.model_config.hf_config = hf_config
@@ -1854,6 +1872,96 @@ def build_jamba(o: ArchOracle) -> type:
     ], ns)["JambaForCausalLM"]
 
 
+def build_mixtral(o: ArchOracle) -> type:
+    mf = o.models
+    ns = mf.ns(MixtralConfig=_annotation("MixtralConfig"), MixtralMoE=MoEBlock,
+               _CausalLMShell=_CausalLMShell)
+    return build_classes(mf, "model_executor/models/mixtral.py", [
+        ("MixtralAttention", ["nn.Module"], ["__init__"]),
+        ("MixtralDecoderLayer", ["nn.Module"], ["__init__"]),
+        ("MixtralModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+        ("MixtralForCausalLM", ["_CausalLMShell"],
+         ["packed_modules_mapping", "__init__", "load_weights"]),
+    ], ns)["MixtralForCausalLM"]
+
+
+def build_qwen3_moe(o: ArchOracle) -> type:
+    mf = o.models
+    ns = mf.ns(Qwen3MoeMLP=MLPBlock, Qwen3MoeSparseMoeBlock=MoEBlock,
+               _CausalLMShell=_CausalLMShell)
+    return build_classes(mf, "model_executor/models/qwen3_moe.py", [
+        ("Qwen3MoeAttention", ["nn.Module"], ["__init__"]),
+        ("Qwen3MoeDecoderLayer", ["nn.Module"], ["__init__"]),
+        ("Qwen3MoeModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+        ("Qwen3MoeForCausalLM", ["_CausalLMShell"],
+         ["packed_modules_mapping", "__init__", "load_weights"]),
+    ], ns)["Qwen3MoeForCausalLM"]
+
+
+def build_lfm2(o: ArchOracle) -> type:
+    mf = o.models
+    ns = mf.ns(Lfm2Config=_annotation("Lfm2Config"), Lfm2MLP=MLPBlock, ShortConv=_MambaLeaf,
+               Lfm2BidirectionalShortConv=_MambaLeaf, _SupportsQuantShell=_SupportsQuantShell)
+    return build_classes(mf, "model_executor/models/lfm2.py", [
+        ("Lfm2Attention", ["nn.Module"], ["__init__"]),
+        ("Lfm2AttentionDecoderLayer", ["nn.Module"], ["__init__"]),
+        ("Lfm2ShortConvDecoderLayer", ["nn.Module"], ["__init__"]),
+        ("Lfm2Model", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+        ("Lfm2ForCausalLM", ["_SupportsQuantShell"],
+         ["packed_modules_mapping", "__init__", "load_weights"]),
+    ], ns)["Lfm2ForCausalLM"]
+
+
+def build_llama(o: ArchOracle) -> dict[str, type]:
+    mf = o.models
+    ns = mf.ns(
+        LlamaConfig=_annotation("LlamaConfig"),
+        LlamaMLP=MLPBlock,
+        spec_decode_needs_target_embed=lambda *a, **k: False,
+        _SupportsQuantShell=_SupportsQuantShell,
+    )
+    got = build_classes(mf, F_LLAMA, [
+        ("LlamaAttention", ["nn.Module"], ["__init__", "_init_rotary_emb"]),
+        ("LlamaDecoderLayer", ["nn.Module"], ["__init__", "get_quant_config"]),
+        ("LlamaModel", ["nn.Module"],
+         ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+        ("LlamaForCausalLM", ["_SupportsQuantShell"],
+         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "_init_model",
+          "load_weights"]),
+    ], ns)
+    mf.llama_ns = ns
+    return got
+
+
+def build_mistral(o: ArchOracle) -> type:
+    mf = o.models
+    llama = o.family("llama", lambda: build_llama(o))
+    ns = mf.ns(LlamaConfig=_annotation("LlamaConfig"), MistralMLP=MLPBlock, **llama)
+    return build_classes(mf, "model_executor/models/mistral.py", [
+        ("MistralAttention", ["LlamaAttention"], ["__init__"]),
+        ("MistralDecoderLayer", ["LlamaDecoderLayer"], ["__init__"]),
+        ("MistralModel", ["LlamaModel"], ["__init__"]),
+        ("MistralForCausalLM", ["LlamaForCausalLM"],
+         ["embedding_modules", "mistral_mapping", "__init__", "_init_model", "load_weights",
+          "maybe_remap_mistral"]),
+    ], ns)["MistralForCausalLM"]
+
+
+def build_mistral3(o: ArchOracle) -> type:
+    mf = o.models
+    ns = mf.ns(
+        init_vision_tower_for_mistral3=lambda *a, **k: Tower(),
+        Mistral3MultiModalProjector=Tower,
+        build_mm_input_norm=lambda *a, **k: None,
+        init_vllm_registered_model=init_vllm_registered_model_for(o),
+        _MultiModalShell=_MultiModalShell,
+    )
+    return build_classes(mf, "model_executor/models/mistral3.py", [
+        ("Mistral3ForConditionalGeneration", ["_MultiModalShell"],
+         ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+    ], ns)["Mistral3ForConditionalGeneration"]
+
+
 # ======================================================================================
 # The architectures executed: registry name -> builder(oracle, platform) -> class
 # ======================================================================================
@@ -1885,6 +1993,13 @@ ARCHITECTURES: dict[str, Callable[[ArchOracle, str], type]] = {
     "SarvamMLAForCausalLM": lambda o, p: o.family("sarvam_mla", lambda: build_sarvam_mla(o)),
     "MiniCPM3ForCausalLM": lambda o, p: o.family("minicpm3", lambda: build_minicpm3(o)),
     "JambaForCausalLM": lambda o, p: o.family("jamba", lambda: build_jamba(o)),
+    "MixtralForCausalLM": lambda o, p: o.family("mixtral", lambda: build_mixtral(o)),
+    "Qwen3MoeForCausalLM": lambda o, p: o.family("qwen3_moe", lambda: build_qwen3_moe(o)),
+    "Lfm2ForCausalLM": lambda o, p: o.family("lfm2", lambda: build_lfm2(o)),
+    "LlamaForCausalLM": lambda o, p: o.family("llama", lambda: build_llama(o))["LlamaForCausalLM"],
+    "MistralForCausalLM": lambda o, p: o.family("mistral", lambda: build_mistral(o)),
+    "Mistral3ForConditionalGeneration": lambda o, p: o.family(
+        "mistral3", lambda: build_mistral3(o)),
 }
 
 
@@ -1940,8 +2055,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(summarize(doc))
                 print(f"wrote {args.out}")
     if args.classes_out:
+        static = _load_sibling("kvscale_parity_vllm_arch_static", "vllm_arch_static.py")
         with vo._stub_modules(oracle.code.base.stub_modules):
-            classes = classify_registry(oracle)
+            classes = static.classify_registry(oracle)
         Path(args.classes_out).write_text(json.dumps(classes, indent=1) + "\n")
         if not args.quiet:
             print(f"architectures: {classes['counts']}")
