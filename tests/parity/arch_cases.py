@@ -477,4 +477,36 @@ matrix("mistral3", G, MISTRAL3, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct"],
 matrix("mistral3_old", G, MISTRAL3, ["ct", "modelopt"], ["modelopt", "fp8", "ct"],
        prefix="language_model.model.layers.{i}.self_attn", what=" (pre-4.52 names)")
 
+
+G = "kv-sharing"
+GEMMA3N = llama_like_config(
+    "Gemma3nForCausalLM", "gemma3n_text", num_hidden_layers=4, num_kv_shared_layers=2,
+    intermediate_size=[128, 128, 128, 128], activation_sparsity_pattern=[0.0] * 4,
+    layer_types=["sliding_attention", "full_attention"] * 2, sliding_window=64,
+    rope_parameters={
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+    },
+    altup_active_idx=0, altup_correct_scale=True, altup_num_inputs=4, altup_coef_clip=120.0,
+    laurel_rank=8, hidden_size_per_layer_input=16, vocab_size_per_layer_input=128,
+    hidden_activation="gelu_pytorch_tanh", final_logit_softcapping=30.0,
+    attention_bias=False,
+)
+# layers 2 and 3 share the KV caches of layers 0 and 1 (num_kv_shared_layers 2)
+matrix("gemma3n", G, GEMMA3N, ["ct", "modelopt", "kv_scale"], ["modelopt", "fp8", "ct"],
+       layers=range(4))
+
+
+G = "moe-sinks"
+GPT_OSS = llama_like_config(
+    "GptOssForCausalLM", "gpt_oss", head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+    sliding_window=128, layer_types=["sliding_attention", "full_attention"],
+    rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                     "original_max_position_embeddings": 4096, "beta_fast": 32.0,
+                     "beta_slow": 1.0},
+)
+# layer 0 sliding window (even layers) with attention sinks, layer 1 full attention
+# (Quark: GptOssModel._load_weights_quark reads the experts' quant methods: not modelled)
+matrix("gpt_oss", G, GPT_OSS, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct", "none"])
+
 CASES_BY_NAME = {c["name"]: c for c in CASES}
