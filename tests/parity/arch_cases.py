@@ -256,54 +256,139 @@ MAIN_P = ["ct", "modelopt", "vllm_mla", "output_scale"]
 G = "mla-deepseek"
 matrix("dsv3", G, DSV3, ALL_P, ALL_Q)
 matrix("dsv2lite", G, DSV2_LITE, ALL_P, ["modelopt", "fp8"])
-for kv in ("auto", "fp8_e4m3"):
-    matrix(f"dsv3_kv{kv}", G, DSV3, ["modelopt", "vllm_mla"], ["modelopt", "ct"],
-           options=opts(kv=kv), what=f" --kv-cache-dtype {kv}")
-matrix("dsv3_fnuz", G, DSV3, ["modelopt", "vllm_mla"], ["modelopt"], options=opts("fnuz"),
-       what=" on ROCm (fnuz)")
-matrix("dsv3_fp16", G, deepseek_config(torch_dtype="float16"), ["vllm_mla"], ["modelopt"],
-       options=opts(model="float16"), what=" float16")
-matrix("dsv3_mladisable", G, DSV3, ["ct", "modelopt", "vllm_mla"], ["modelopt", "fp8", "ct"],
-       options={**opts(), "mla_disable": "1"}, what=" with VLLM_MLA_DISABLE=1")
-matrix("deepseek_mha", G, deepseek_config("DeepseekForCausalLM", "deepseek",
-                                           qk_nope_head_dim=0, qk_rope_head_dim=0),
-       ["ct", "modelopt"], ["modelopt", "fp8"], what=" (model_type deepseek: MHA)")
-matrix("kimi_k2", G, deepseek_config(model_type="kimi_k2"), ["ct", "modelopt", "vllm_mla"],
-       ["modelopt"], what=" (Kimi-K2, model_type kimi_k2)")
+for kv in ("auto", "fp8_e4m3", "fp8_e5m2"):
+    matrix(
+        f"dsv3_kv{kv}",
+        G,
+        DSV3,
+        ["modelopt", "vllm_mla"],
+        ["modelopt", "ct"],
+        options=opts(kv=kv),
+        what=f" --kv-cache-dtype {kv}",
+    )
+matrix(
+    "dsv3_fnuz",
+    G,
+    DSV3,
+    ["modelopt", "vllm_mla"],
+    ["modelopt"],
+    options=opts("fnuz"),
+    what=" on ROCm (fnuz)",
+)
+matrix(
+    "dsv3_fp16",
+    G,
+    deepseek_config(torch_dtype="float16"),
+    ["vllm_mla"],
+    ["modelopt"],
+    options=opts(model="float16"),
+    what=" float16",
+)
+matrix(
+    "dsv3_mladisable",
+    G,
+    DSV3,
+    ["ct", "modelopt", "vllm_mla"],
+    ["modelopt", "fp8", "ct"],
+    options={**opts(), "mla_disable": "1"},
+    what=" with VLLM_MLA_DISABLE=1",
+)
+matrix(
+    "deepseek_mha",
+    G,
+    deepseek_config("DeepseekForCausalLM", "deepseek", qk_nope_head_dim=0, qk_rope_head_dim=0),
+    ["ct", "modelopt"],
+    ["modelopt", "fp8"],
+    what=" (model_type deepseek: MHA)",
+)
+matrix(
+    "kimi_k2",
+    G,
+    deepseek_config(model_type="kimi_k2"),
+    ["ct", "modelopt", "vllm_mla"],
+    ["modelopt"],
+    what=" (Kimi-K2, model_type kimi_k2)",
+)
 
 G = "mla-dsa"
-DSV32 = deepseek_config("DeepseekV32ForCausalLM", "deepseek_v32", index_topk=8,
-                        index_n_heads=2, index_head_dim=16)
+DSV32 = deepseek_config(
+    "DeepseekV32ForCausalLM", "deepseek_v32", index_topk=8, index_n_heads=2, index_head_dim=16
+)
 PRODUCERS["vllm_dsa"] = {"k_scale": K, "v_scale": V, "q_scale": Q, "prob_scale": PROB}
 matrix("dsv32", G, DSV32, ALL_P + ["vllm_dsa"], ["modelopt", "nvfp4", "fp8", "ct", "none"])
 for kv in ("auto", "fp8_e4m3", "bfloat16"):
-    matrix(f"dsv32_kv{kv}", G, DSV32, ["modelopt", "vllm_dsa"], ["modelopt"],
-           options=opts(kv=kv), what=f" --kv-cache-dtype {kv}")
-matrix("dsv32_fnuz", G, DSV32, ["modelopt", "vllm_dsa"], ["modelopt", "fp8"],
-       options=opts("fnuz"), what=" on ROCm (fnuz: models/deepseek_v32/amd)")
-matrix("dsv32_densebackend", G, DSV32, ["modelopt", "vllm_dsa"], ["modelopt"],
-       options={**opts(), "mla_sparse_backend": "FLASHINFER_MLA_SPARSE"},
-       what=" on FLASHINFER_MLA_SPARSE (standard fp8 cache)")
-GLM_DSA = deepseek_config("GlmMoeDsaForCausalLM", "glm_moe_dsa", index_topk=8,
-                          index_n_heads=2, index_head_dim=16)
-matrix("glm_moe_dsa_sm100", G, GLM_DSA, ["modelopt", "vllm_dsa"], ["modelopt", "none"],
-       options={**opts(kv="auto"), "device_family": "100"},
-       what=" on SM10x, --kv-cache-dtype auto")
-matrix("glm_moe_dsa", G, deepseek_config("GlmMoeDsaForCausalLM", "glm_moe_dsa", index_topk=8,
-                                          index_n_heads=2, index_head_dim=16),
-       ["modelopt", "vllm_dsa"], ["modelopt", "fp8"])
+    matrix(
+        f"dsv32_kv{kv}",
+        G,
+        DSV32,
+        ["modelopt", "vllm_dsa"],
+        ["modelopt"],
+        options=opts(kv=kv),
+        what=f" --kv-cache-dtype {kv}",
+    )
+matrix(
+    "dsv32_fnuz",
+    G,
+    DSV32,
+    ["modelopt", "vllm_dsa"],
+    ["modelopt", "fp8"],
+    options=opts("fnuz"),
+    what=" on ROCm (fnuz: models/deepseek_v32/amd)",
+)
+matrix(
+    "dsv32_densebackend",
+    G,
+    DSV32,
+    ["modelopt", "vllm_dsa"],
+    ["modelopt"],
+    options={**opts(), "mla_sparse_backend": "FLASHINFER_MLA_SPARSE"},
+    what=" on FLASHINFER_MLA_SPARSE (standard fp8 cache)",
+)
+GLM_DSA = deepseek_config(
+    "GlmMoeDsaForCausalLM", "glm_moe_dsa", index_topk=8, index_n_heads=2, index_head_dim=16
+)
+matrix(
+    "glm_moe_dsa_sm100",
+    G,
+    GLM_DSA,
+    ["modelopt", "vllm_dsa"],
+    ["modelopt", "none"],
+    options={**opts(kv="auto"), "device_family": "100"},
+    what=" on SM10x, --kv-cache-dtype auto",
+)
+matrix(
+    "glm_moe_dsa",
+    G,
+    deepseek_config(
+        "GlmMoeDsaForCausalLM", "glm_moe_dsa", index_topk=8, index_n_heads=2, index_head_dim=16
+    ),
+    ["modelopt", "vllm_dsa"],
+    ["modelopt", "fp8"],
+)
 
 G = "mla-other"
-matrix("glm4lite", G, deepseek_config("Glm4MoeLiteForCausalLM", "glm4_moe_lite"),
-       MAIN_P, ["modelopt", "fp8", "ct"])
+matrix(
+    "glm4lite",
+    G,
+    deepseek_config("Glm4MoeLiteForCausalLM", "glm4_moe_lite"),
+    MAIN_P,
+    ["modelopt", "fp8", "ct"],
+)
 MISTRAL_L3 = deepseek_config("MistralLarge3ForCausalLM", "deepseek_v3")
 matrix("mistral_large3", G, MISTRAL_L3, MAIN_P, ["modelopt", "fp8", "ct"])
 PRODUCERS["mistral_native"] = {
     "k_fake_quantizer.qscale_act": K,
     "v_fake_quantizer.qscale_act": V,
 }
-matrix("mistral_large3_native", G, MISTRAL_L3, ["mistral_native"], ["fp8"],
-       prefix="layers.{i}.attention", what=" (consolidated/Mistral names)")
+matrix(
+    "mistral_large3_native",
+    G,
+    MISTRAL_L3,
+    ["mistral_native"],
+    ["fp8"],
+    prefix="layers.{i}.attention",
+    what=" (consolidated/Mistral names)",
+)
 KIMI_K25 = {
     "architectures": ["KimiK25ForConditionalGeneration"],
     "model_type": "kimi_k25",
@@ -312,32 +397,86 @@ KIMI_K25 = {
     "vision_config": {"num_attention_heads": 4, "hidden_size": 32},
     "torch_dtype": "bfloat16",
 }
-matrix("kimi_k25", G, KIMI_K25, MAIN_P, ["modelopt", "ct"],
-       prefix="language_model.model.layers.{i}.self_attn")
-matrix("kimi_k25_legacy", G, KIMI_K25, ["modelopt", "vllm_mla"], ["modelopt"],
-       prefix="language_model.layers.{i}.self_attn", what=" (legacy language_model.layers.)")
+matrix(
+    "kimi_k25",
+    G,
+    KIMI_K25,
+    MAIN_P,
+    ["modelopt", "ct"],
+    prefix="language_model.model.layers.{i}.self_attn",
+)
+matrix(
+    "kimi_k25_legacy",
+    G,
+    KIMI_K25,
+    ["modelopt", "vllm_mla"],
+    ["modelopt"],
+    prefix="language_model.layers.{i}.self_attn",
+    what=" (legacy language_model.layers.)",
+)
 BAILING_V3 = deepseek_config(
-    "BailingMoeV3ForCausalLM", "bailing_hybrid", layer_group_size=2, num_experts=4,
-    first_k_dense_replace=2, moe_shared_expert_intermediate_size=32, num_shared_experts=1,
+    "BailingMoeV3ForCausalLM",
+    "bailing_hybrid",
+    layer_group_size=2,
+    num_experts=4,
+    first_k_dense_replace=2,
+    moe_shared_expert_intermediate_size=32,
+    num_shared_experts=1,
 )
 # layer 0 is a KDA (linear attention) layer, layer 1 MLA (_is_kda_layer, group size 2)
-matrix("bailing_v3", G, BAILING_V3, ALL_P, ["modelopt", "modelopt_legacy", "nvfp4", "fp8",
-                                             "ct", "none"])
-matrix("bailing_v3_attention", G, BAILING_V3, ["ct", "modelopt", "vllm_mla"], ["modelopt"],
-       prefix="model.layers.{i}.attention", what=" (Ling names: .attention.)")
-for kv in ("auto", "fp8_e4m3"):
-    matrix(f"bailing_v3_kv{kv}", G, BAILING_V3, ["modelopt"], ["modelopt"],
-           options=opts(kv=kv), what=f" --kv-cache-dtype {kv}")
-matrix("bailing_v3_fnuz", G, BAILING_V3, ["modelopt"], ["modelopt"], options=opts("fnuz"),
-       what=" on ROCm (fnuz)")
-LONGCAT = deepseek_config(
-    "LongcatFlashForCausalLM", "longcat_flash", num_layers=2, moe_topk=2,
-    mla_scale_q_lora=False, mla_scale_kv_lora=False,
+matrix(
+    "bailing_v3",
+    G,
+    BAILING_V3,
+    ALL_P,
+    ["modelopt", "modelopt_legacy", "nvfp4", "fp8", "ct", "none"],
 )
-matrix("longcat", G, LONGCAT, MAIN_P, ["modelopt", "fp8", "ct"],
-       prefix="model.layers.{i}.self_attn.0")
-SARVAM = deepseek_config("SarvamMLAForCausalLM", "sarvam_mla", num_experts=4,
-                         num_experts_per_tok=2, moe_shared_expert_intermediate_size=32)
+matrix(
+    "bailing_v3_attention",
+    G,
+    BAILING_V3,
+    ["ct", "modelopt", "vllm_mla"],
+    ["modelopt"],
+    prefix="model.layers.{i}.attention",
+    what=" (Ling names: .attention.)",
+)
+for kv in ("auto", "fp8_e4m3"):
+    matrix(
+        f"bailing_v3_kv{kv}",
+        G,
+        BAILING_V3,
+        ["modelopt"],
+        ["modelopt"],
+        options=opts(kv=kv),
+        what=f" --kv-cache-dtype {kv}",
+    )
+matrix(
+    "bailing_v3_fnuz",
+    G,
+    BAILING_V3,
+    ["modelopt"],
+    ["modelopt"],
+    options=opts("fnuz"),
+    what=" on ROCm (fnuz)",
+)
+LONGCAT = deepseek_config(
+    "LongcatFlashForCausalLM",
+    "longcat_flash",
+    num_layers=2,
+    moe_topk=2,
+    mla_scale_q_lora=False,
+    mla_scale_kv_lora=False,
+)
+matrix(
+    "longcat", G, LONGCAT, MAIN_P, ["modelopt", "fp8", "ct"], prefix="model.layers.{i}.self_attn.0"
+)
+SARVAM = deepseek_config(
+    "SarvamMLAForCausalLM",
+    "sarvam_mla",
+    num_experts=4,
+    num_experts_per_tok=2,
+    moe_shared_expert_intermediate_size=32,
+)
 matrix("sarvam", G, SARVAM, MAIN_P, ["modelopt", "fp8", "ct", "none"])
 
 
@@ -365,10 +504,14 @@ MINICPM3 = {
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
-matrix("minicpm3", "mla-config-attention", MINICPM3, ["ct", "modelopt", "kv_scale", "attn",
-                                                      "output_scale"],
-       ["modelopt", "fp8", "ct", "quark", "none"],
-       what=" (MLA-shaped config, plain Attention)")
+matrix(
+    "minicpm3",
+    "mla-config-attention",
+    MINICPM3,
+    ["ct", "modelopt", "kv_scale", "attn", "output_scale"],
+    ["modelopt", "fp8", "ct", "quark", "none"],
+    what=" (MLA-shaped config, plain Attention)",
+)
 
 
 # ======================================================================================
@@ -404,9 +547,14 @@ JAMBA = {
     "torch_dtype": "bfloat16",
 }
 # layer 1 is the attention layer (attn_layer_period 2, offset 1); layer 0 Mamba
-matrix("jamba", "hybrid-jamba", JAMBA, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct", "quark",
-                                                            "none"], layers=[1])
-
+matrix(
+    "jamba",
+    "hybrid-jamba",
+    JAMBA,
+    LLAMA_P + ["prob"],
+    ["modelopt", "fp8", "ct", "quark", "none"],
+    layers=[1],
+)
 
 
 def llama_like_config(arch: str, model_type: str, **extra: Any) -> dict[str, Any]:
@@ -433,21 +581,52 @@ def llama_like_config(arch: str, model_type: str, **extra: Any) -> dict[str, Any
 
 Q_MAIN = ["modelopt", "fp8", "ct", "quark", "none"]
 G = "moe"
-matrix("mixtral", G, llama_like_config("MixtralForCausalLM", "mixtral", num_local_experts=4,
-                                        num_experts_per_tok=2), LLAMA_P + ["prob"], Q_MAIN)
-matrix("qwen3_moe", G, llama_like_config("Qwen3MoeForCausalLM", "qwen3_moe", num_experts=4,
-                                          num_experts_per_tok=2, moe_intermediate_size=32,
-                                          decoder_sparse_step=1, mlp_only_layers=[]),
-       LLAMA_P + ["prob"], Q_MAIN)
+matrix(
+    "mixtral",
+    G,
+    llama_like_config("MixtralForCausalLM", "mixtral", num_local_experts=4, num_experts_per_tok=2),
+    LLAMA_P + ["prob"],
+    Q_MAIN,
+)
+matrix(
+    "qwen3_moe",
+    G,
+    llama_like_config(
+        "Qwen3MoeForCausalLM",
+        "qwen3_moe",
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+    ),
+    LLAMA_P + ["prob"],
+    Q_MAIN,
+)
 G = "hybrid"
 # layer 0 is a short-convolution layer, layer 1 full attention
-matrix("lfm2", G, llama_like_config("Lfm2ForCausalLM", "lfm2", norm_eps=1e-5, conv_L_cache=3,
-                                     conv_dim=64, conv_dim_out=64,
-                                     conv_bias=False, block_dim=64, block_ff_dim=128,
-                                     block_multiple_of=16, block_ffn_dim_multiplier=1.0,
-                                     block_auto_adjust_ff_dim=False,
-                                     layer_types=["conv", "full_attention"]),
-       LLAMA_P + ["prob"], Q_MAIN, layers=[1])
+matrix(
+    "lfm2",
+    G,
+    llama_like_config(
+        "Lfm2ForCausalLM",
+        "lfm2",
+        norm_eps=1e-5,
+        conv_L_cache=3,
+        conv_dim=64,
+        conv_dim_out=64,
+        conv_bias=False,
+        block_dim=64,
+        block_ff_dim=128,
+        block_multiple_of=16,
+        block_ffn_dim_multiplier=1.0,
+        block_auto_adjust_ff_dim=False,
+        layer_types=["conv", "full_attention"],
+    ),
+    LLAMA_P + ["prob"],
+    Q_MAIN,
+    layers=[1],
+)
 
 
 G = "reference-llama"
@@ -462,48 +641,95 @@ MISTRAL3 = {
     "spatial_merge_size": 2,
     "multimodal_projector_bias": False,
     "image_token_index": 10,
-    "vision_config": {"hidden_size": 32, "patch_size": 14, "hidden_act": "silu",
-                      "num_attention_heads": 2},
+    "vision_config": {
+        "hidden_size": 32,
+        "patch_size": 14,
+        "hidden_act": "silu",
+        "num_attention_heads": 2,
+    },
     # no "architectures" in text_config (as in the released checkpoints): vLLM takes
     # transformers' causal-LM class for model_type "mistral"
-    "text_config": {k: v for k, v in llama_like_config("x", "mistral").items()
-                    if k not in ("architectures", "torch_dtype")},
+    "text_config": {
+        k: v
+        for k, v in llama_like_config("x", "mistral").items()
+        if k not in ("architectures", "torch_dtype")
+    },
     "torch_dtype": "bfloat16",
 }
 # transformers >= 4.52 save_pretrained names (model.language_model.*) and the older ones
 # (language_model.model.*)
-matrix("mistral3", G, MISTRAL3, LLAMA_P + ["prob"], ["modelopt", "fp8", "ct"],
-       prefix="model.language_model.layers.{i}.self_attn")
-matrix("mistral3_old", G, MISTRAL3, ["ct", "modelopt"], ["modelopt", "fp8", "ct"],
-       prefix="language_model.model.layers.{i}.self_attn", what=" (pre-4.52 names)")
+matrix(
+    "mistral3",
+    G,
+    MISTRAL3,
+    LLAMA_P + ["prob"],
+    ["modelopt", "fp8", "ct"],
+    prefix="model.language_model.layers.{i}.self_attn",
+)
+matrix(
+    "mistral3_old",
+    G,
+    MISTRAL3,
+    ["ct", "modelopt"],
+    ["modelopt", "fp8", "ct"],
+    prefix="language_model.model.layers.{i}.self_attn",
+    what=" (pre-4.52 names)",
+)
 
 
 G = "kv-sharing"
 GEMMA3N = llama_like_config(
-    "Gemma3nForCausalLM", "gemma3n_text", num_hidden_layers=4, num_kv_shared_layers=2,
-    intermediate_size=[128, 128, 128, 128], activation_sparsity_pattern=[0.0] * 4,
-    layer_types=["sliding_attention", "full_attention"] * 2, sliding_window=64,
+    "Gemma3nForCausalLM",
+    "gemma3n_text",
+    num_hidden_layers=4,
+    num_kv_shared_layers=2,
+    intermediate_size=[128, 128, 128, 128],
+    activation_sparsity_pattern=[0.0] * 4,
+    layer_types=["sliding_attention", "full_attention"] * 2,
+    sliding_window=64,
     rope_parameters={
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
     },
-    altup_active_idx=0, altup_correct_scale=True, altup_num_inputs=4, altup_coef_clip=120.0,
-    laurel_rank=8, hidden_size_per_layer_input=16, vocab_size_per_layer_input=128,
-    hidden_activation="gelu_pytorch_tanh", final_logit_softcapping=30.0,
+    altup_active_idx=0,
+    altup_correct_scale=True,
+    altup_num_inputs=4,
+    altup_coef_clip=120.0,
+    laurel_rank=8,
+    hidden_size_per_layer_input=16,
+    vocab_size_per_layer_input=128,
+    hidden_activation="gelu_pytorch_tanh",
+    final_logit_softcapping=30.0,
     attention_bias=False,
 )
 # layers 2 and 3 share the KV caches of layers 0 and 1 (num_kv_shared_layers 2)
-matrix("gemma3n", G, GEMMA3N, ["ct", "modelopt", "kv_scale"], ["modelopt", "fp8", "ct"],
-       layers=range(4))
+matrix(
+    "gemma3n",
+    G,
+    GEMMA3N,
+    ["ct", "modelopt", "kv_scale"],
+    ["modelopt", "fp8", "ct"],
+    layers=range(4),
+)
 
 
 G = "moe-sinks"
 GPT_OSS = llama_like_config(
-    "GptOssForCausalLM", "gpt_oss", head_dim=8, num_local_experts=4, num_experts_per_tok=2,
-    sliding_window=128, layer_types=["sliding_attention", "full_attention"],
-    rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
-                     "original_max_position_embeddings": 4096, "beta_fast": 32.0,
-                     "beta_slow": 1.0},
+    "GptOssForCausalLM",
+    "gpt_oss",
+    head_dim=8,
+    num_local_experts=4,
+    num_experts_per_tok=2,
+    sliding_window=128,
+    layer_types=["sliding_attention", "full_attention"],
+    rope_parameters={
+        "rope_type": "yarn",
+        "rope_theta": 150000.0,
+        "factor": 32.0,
+        "original_max_position_embeddings": 4096,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+    },
 )
 # layer 0 sliding window (even layers) with attention sinks, layer 1 full attention
 # (Quark: GptOssModel._load_weights_quark reads the experts' quant methods: not modelled)

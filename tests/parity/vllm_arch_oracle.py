@@ -26,12 +26,9 @@ import ast
 import contextlib
 import copy
 import dataclasses
-import functools
 import importlib.util
 import inspect
-import itertools
 import json
-import math
 import platform as _pyplatform
 import sys
 import tempfile
@@ -142,14 +139,18 @@ def _require(
 ) -> None:
     nodes = list(nodes)
     defined = {
-        getattr(n, "name", None) or next(
-            (t.id for t in getattr(n, "targets", [getattr(n, "target", None)])
-             if isinstance(t, ast.Name)), None)
+        getattr(n, "name", None)
+        or next(
+            (
+                t.id
+                for t in getattr(n, "targets", [getattr(n, "target", None)])
+                if isinstance(t, ast.Name)
+            ),
+            None,
+        )
         for n in nodes
     }
-    missing = sorted(
-        set().union(*(_free_names(n) for n in nodes)) - set(ns) - defined - set(also)
-    )
+    missing = sorted(set().union(*(_free_names(n) for n in nodes)) - set(ns) - defined - set(also))
     if missing:
         raise OracleGap(f"{where}: names not provided to vLLM's code: {missing}")
 
@@ -177,8 +178,12 @@ def make_class_from(
     )
     ast.copy_location(cls, body[0] if body else ast.Pass(lineno=1, col_offset=0))
     ast.fix_missing_locations(cls)
-    exec(compile(ast.Module(body=[cls], type_ignores=[]), str(tree.path(rel)), "exec",
-                 dont_inherit=True), ns)
+    exec(
+        compile(
+            ast.Module(body=[cls], type_ignores=[]), str(tree.path(rel)), "exec", dont_inherit=True
+        ),
+        ns,
+    )
     return ns[name]
 
 
@@ -370,9 +375,24 @@ class _Impl:
         pass
 
 
-_LEAF_NAMES = ("Linear", "Norm", "Embedding", "LMHead", "Rotary", "Experts", "MoEBlock",
-               "MLPBlock", "LogitsProcessor", "Tower", "_MambaLeaf", "_IdentityLeaf", "_KDALeaf",
-               "_IndexerLeaf", "_DecoderLeaf", "_GptOssMLPLeaf")
+_LEAF_NAMES = (
+    "Linear",
+    "Norm",
+    "Embedding",
+    "LMHead",
+    "Rotary",
+    "Experts",
+    "MoEBlock",
+    "MLPBlock",
+    "LogitsProcessor",
+    "Tower",
+    "_MambaLeaf",
+    "_IdentityLeaf",
+    "_KDALeaf",
+    "_IndexerLeaf",
+    "_DecoderLeaf",
+    "_GptOssMLPLeaf",
+)
 
 
 def _stamp_qualnames(model: nn.Module) -> None:
@@ -453,14 +473,24 @@ class ArchCode:
         # --- expert mapping (fused_moe) -----------------------------------------------
         ns_eplb = self._ns(Sequence=Sequence)
         EplbState = make_class_from(
-            t, F_EPLB, "EplbState", ["object"],
-            ["EplbState.build_initial_global_physical_to_logical_map"], ns_eplb,
+            t,
+            F_EPLB,
+            "EplbState",
+            ["object"],
+            ["EplbState.build_initial_global_physical_to_logical_map"],
+            ns_eplb,
         )
         ns_routed = self._ns(EplbState=EplbState)
         RoutedExpertsMapping = make_class_from(
-            t, F_ROUTED, "RoutedExperts", ["object"],
-            ["RoutedExperts.make_expert_params_mapping",
-             "RoutedExperts.build_expert_params_mapping"], ns_routed,
+            t,
+            F_ROUTED,
+            "RoutedExperts",
+            ["object"],
+            [
+                "RoutedExperts.make_expert_params_mapping",
+                "RoutedExperts.build_expert_params_mapping",
+            ],
+            ns_routed,
         )
         ns_fl = self._ns(RoutedExperts=RoutedExpertsMapping)
         exec_defs(t, F_FMOE_LAYER, ["fused_moe_make_expert_params_mapping"], ns_fl)
@@ -522,33 +552,56 @@ class ArchCode:
             cast=typing.cast,
         )
         exec_defs(t, vo.F_MODELOPT, ["_BLOCK_FP8_MOE_ALGOS"], ns_mo)
-        ModelOptQuantConfigBase = ns_mo["ModelOptQuantConfigBase"]
-        # is_layer_excluded / packed_modules_mapping are reached by the mixed config's
-        # get_quant_method for MLAAttention (not an Attention): give the base class vLLM's
-        # default for packed_modules_mapping (QuantizationConfig.__init__ sets it).
+        # ModelOptQuantConfigBase is the parity oracle's (vllm_oracle.py); the mixed
+        # config's get_quant_method also reaches is_layer_excluded for MLAAttention.
         ModelOptNvFp4Config = make_class_from(
-            t, vo.F_MODELOPT, "ModelOptNvFp4Config", ["ModelOptQuantConfigBase"],
-            ["ModelOptNvFp4Config.__init__", "ModelOptNvFp4Config.get_name",
-             "ModelOptNvFp4Config.get_supported_act_dtypes", "ModelOptNvFp4Config.get_min_capability",
-             "ModelOptNvFp4Config.override_quantization_method",
-             "ModelOptNvFp4Config._from_config"], ns_mo,
+            t,
+            vo.F_MODELOPT,
+            "ModelOptNvFp4Config",
+            ["ModelOptQuantConfigBase"],
+            [
+                "ModelOptNvFp4Config.__init__",
+                "ModelOptNvFp4Config.get_name",
+                "ModelOptNvFp4Config.get_supported_act_dtypes",
+                "ModelOptNvFp4Config.get_min_capability",
+                "ModelOptNvFp4Config.override_quantization_method",
+                "ModelOptNvFp4Config._from_config",
+            ],
+            ns_mo,
         )
         ModelOptMxFp8Config = make_class_from(
-            t, vo.F_MODELOPT, "ModelOptMxFp8Config", ["ModelOptQuantConfigBase"],
-            ["ModelOptMxFp8Config.__init__", "ModelOptMxFp8Config.get_name",
-             "ModelOptMxFp8Config.get_supported_act_dtypes", "ModelOptMxFp8Config.get_min_capability",
-             "ModelOptMxFp8Config.override_quantization_method",
-             "ModelOptMxFp8Config.from_config", "ModelOptMxFp8Config._from_config"], ns_mo,
+            t,
+            vo.F_MODELOPT,
+            "ModelOptMxFp8Config",
+            ["ModelOptQuantConfigBase"],
+            [
+                "ModelOptMxFp8Config.__init__",
+                "ModelOptMxFp8Config.get_name",
+                "ModelOptMxFp8Config.get_supported_act_dtypes",
+                "ModelOptMxFp8Config.get_min_capability",
+                "ModelOptMxFp8Config.override_quantization_method",
+                "ModelOptMxFp8Config.from_config",
+                "ModelOptMxFp8Config._from_config",
+            ],
+            ns_mo,
         )
         ModelOptMixedPrecisionConfig = make_class_from(
-            t, vo.F_MODELOPT, "ModelOptMixedPrecisionConfig", ["ModelOptQuantConfigBase"],
-            ["ModelOptMixedPrecisionConfig.__init__", "ModelOptMixedPrecisionConfig.get_name",
-             "ModelOptMixedPrecisionConfig.get_supported_act_dtypes", "ModelOptMixedPrecisionConfig.get_min_capability",
-             "ModelOptMixedPrecisionConfig.override_quantization_method",
-             "ModelOptMixedPrecisionConfig._from_config",
-             "ModelOptMixedPrecisionConfig._resolve_quant_algo",
-             "ModelOptMixedPrecisionConfig._quantized_layer_prefix_candidates",
-             "ModelOptMixedPrecisionConfig.get_quant_method"], ns_mo,
+            t,
+            vo.F_MODELOPT,
+            "ModelOptMixedPrecisionConfig",
+            ["ModelOptQuantConfigBase"],
+            [
+                "ModelOptMixedPrecisionConfig.__init__",
+                "ModelOptMixedPrecisionConfig.get_name",
+                "ModelOptMixedPrecisionConfig.get_supported_act_dtypes",
+                "ModelOptMixedPrecisionConfig.get_min_capability",
+                "ModelOptMixedPrecisionConfig.override_quantization_method",
+                "ModelOptMixedPrecisionConfig._from_config",
+                "ModelOptMixedPrecisionConfig._resolve_quant_algo",
+                "ModelOptMixedPrecisionConfig._quantized_layer_prefix_candidates",
+                "ModelOptMixedPrecisionConfig.get_quant_method",
+            ],
+            ns_mo,
         )
         ModelOptFp8Config = self.base.quant_classes["modelopt"]
         ModelOptFp8Config.override_quantization_method = classmethod(
@@ -556,10 +609,11 @@ class ArchCode:
         )
         # module statements `ModelOpt*Config.KVCacheMethodCls = ModelOptKVCacheMethod`
         stmts = [
-            s for s in t.tree(vo.F_MODELOPT).body
+            s
+            for s in t.tree(vo.F_MODELOPT).body
             if isinstance(s, ast.Assign)
-            and ast.unparse(s.targets[0]) in (
-                "ModelOptNvFp4Config.KVCacheMethodCls", "ModelOptMxFp8Config.KVCacheMethodCls")
+            and ast.unparse(s.targets[0])
+            in ("ModelOptNvFp4Config.KVCacheMethodCls", "ModelOptMxFp8Config.KVCacheMethodCls")
         ]
         if len(stmts) != 2:
             raise LookupError("vLLM source changed: ModelOpt KVCacheMethodCls assignments")
@@ -629,7 +683,8 @@ class ArchCode:
         init = t.node(F_MLA_ATTN, "MLAAttention.__init__")
         assert isinstance(init, ast.FunctionDef)
         last = next(
-            i for i, s in enumerate(init.body)
+            i
+            for i, s in enumerate(init.body)
             if isinstance(s, ast.Expr) and ast.unparse(s).startswith("_init_kv_cache_quant(")
         )
 
@@ -639,8 +694,9 @@ class ArchCode:
                 return False
             return not (isinstance(s, ast.If) and text.startswith("if attn_backend is not None"))
 
-        kv_part = method_subset(t, F_MLA_ATTN, "MLAAttention.__init__", keep_init,
-                                "_vllm_kv_quant_init")
+        kv_part = method_subset(
+            t, F_MLA_ATTN, "MLAAttention.__init__", keep_init, "_vllm_kv_quant_init"
+        )
         # process_weights_after_loading: the backend impl hook, the AMX early return and
         # the scale reset at the end; the kv_b_proj absorption in between (W_UK/W_UV,
         # aiter BMM paths, DCP) touches weights only.
@@ -656,15 +712,30 @@ class ArchCode:
                 or i >= n - 2
             )
 
-        pw_part = method_subset(t, F_MLA_ATTN, "MLAAttention.process_weights_after_loading",
-                                keep_pw, "process_weights_after_loading")
+        pw_part = method_subset(
+            t,
+            F_MLA_ATTN,
+            "MLAAttention.process_weights_after_loading",
+            keep_pw,
+            "process_weights_after_loading",
+        )
         tail = [ast.unparse(s).split("\n")[0] for s in pw_part.body[-2:]]
         if not (tail[0].startswith("quant_method = ") and "should_load_quant_weights" in tail[1]):
-            raise LookupError(f"vLLM source changed: MLAAttention.process_weights_after_loading {tail}")
+            raise LookupError(
+                f"vLLM source changed: MLAAttention.process_weights_after_loading {tail}"
+            )
         self.MLAAttention = make_class_from(
-            t, F_MLA_ATTN, "MLAAttention", ["_MLAShellBase"],
-            ["MLAAttention.supports_dense_mha_prefill", "MLAAttention.supports_pcp_dcp",
-             kv_part, pw_part], ns_mla,
+            t,
+            F_MLA_ATTN,
+            "MLAAttention",
+            ["_MLAShellBase"],
+            [
+                "MLAAttention.supports_dense_mha_prefill",
+                "MLAAttention.supports_pcp_dcp",
+                kv_part,
+                pw_part,
+            ],
+            ns_mla,
         )
         self.mla_statements = {
             "__init__": [f"{s.lineno}" for s in kv_part.body],
@@ -681,8 +752,12 @@ class ArchCode:
         exec_defs(t, F_MLA_WRAP, ["MLAModules"], ns_wrap)
         self.MLAModules = ns_wrap["MLAModules"]
         self.MultiHeadLatentAttentionWrapper = make_class_from(
-            t, F_MLA_WRAP, "MultiHeadLatentAttentionWrapper", ["PluggableLayer"],
-            ["MultiHeadLatentAttentionWrapper.__init__"], ns_wrap,
+            t,
+            F_MLA_WRAP,
+            "MultiHeadLatentAttentionWrapper",
+            ["PluggableLayer"],
+            ["MultiHeadLatentAttentionWrapper.__init__"],
+            ns_wrap,
         )
 
     # -- ModelConfig.use_mla (config/model.py) and is_deepseek_mla (convertor) ----------
@@ -692,8 +767,12 @@ class ArchCode:
         exec_defs(t, "transformers_utils/deepseek_v4_utils.py", ["get_compress_ratios"], ns_dv4)
         ns_conv = self._ns(get_compress_ratios=ns_dv4["get_compress_ratios"])
         Conv = make_class_from(
-            t, F_CONVERTOR, "ModelArchConfigConvertorBase", ["object"],
-            ["ModelArchConfigConvertorBase.is_deepseek_mla"], ns_conv,
+            t,
+            F_CONVERTOR,
+            "ModelArchConfigConvertorBase",
+            ["object"],
+            ["ModelArchConfigConvertorBase.is_deepseek_mla"],
+            ns_conv,
         )
         use_mla = t.node(F_MODEL_CFG, "ModelConfig.use_mla")
         assert isinstance(use_mla, ast.FunctionDef)
@@ -712,7 +791,8 @@ class ArchCode:
             rel = "model_executor/models/config.py"
             table = t.node(rel, "MODELS_CONFIG_MAP")
             assert isinstance(table, (ast.Assign, ast.AnnAssign)) and isinstance(
-                table.value, ast.Dict)
+                table.value, ast.Dict
+            )
             self._config_hook_names = {
                 ast.literal_eval(k): ast.unparse(v)
                 for k, v in zip(table.value.keys, table.value.values, strict=True)
@@ -734,8 +814,12 @@ class ArchCode:
             return None
         if name not in self._config_hooks:
             self._config_hooks[name] = make_class_from(
-                self.tree, "model_executor/models/config.py", name, ["VerifyAndUpdateConfig"],
-                [f"{name}.verify_and_update_config"], self._config_hook_ns,
+                self.tree,
+                "model_executor/models/config.py",
+                name,
+                ["VerifyAndUpdateConfig"],
+                [f"{name}.verify_and_update_config"],
+                self._config_hook_ns,
             )
         return self._config_hooks[name]
 
@@ -914,8 +998,7 @@ class ModelFiles:
             LayerFn=_annotation("LayerFn"),
             IntermediateTensors=_annotation("IntermediateTensors"),
         )
-        exec_defs(t, vo.F_MUTILS, ["make_layers", "make_empty_intermediate_tensors_factory"],
-                  ns_mu)
+        exec_defs(t, vo.F_MUTILS, ["make_layers", "make_empty_intermediate_tensors_factory"], ns_mu)
         self.stub_modules = {
             "vllm.distributed.parallel_state": {"get_pp_group": lambda: _PPGroup()},
             "vllm.distributed.utils": {"get_pp_indices": lambda n, rank, world: (0, n)},
@@ -923,9 +1006,7 @@ class ModelFiles:
                 "get_offloader": lambda: SimpleNamespace(wrap_modules=lambda it: list(it))
             },
             "vllm.platforms": {"current_platform": code.platform},
-            "vllm.compilation.backends": {
-                "set_model_tag": lambda tag: contextlib.nullcontext()
-            },
+            "vllm.compilation.backends": {"set_model_tag": lambda tag: contextlib.nullcontext()},
         }
         A = code.AttentionLayer
         self.attention_classes = {
@@ -946,7 +1027,9 @@ class ModelFiles:
             "MultiHeadLatentAttentionWrapper": code.MultiHeadLatentAttentionWrapper,
             "MLAModules": code.MLAModules,
             "AttentionType": SimpleNamespace(
-                DECODER="decoder", ENCODER="encoder", ENCODER_ONLY="encoder_only",
+                DECODER="decoder",
+                ENCODER="encoder",
+                ENCODER_ONLY="encoder_only",
                 ENCODER_DECODER="encoder_decoder",
             ),
             "ColumnParallelLinear": Linear,
@@ -992,9 +1075,15 @@ class ModelFiles:
             **{
                 n: _annotation(n)
                 for n in (
-                    "VllmConfig", "CacheConfig", "QuantizationConfig", "ModelConfig",
-                    "ParallelConfig", "PreTrainedConfig", "IntermediateTensors",
-                    "SparseMLAIndexGroupBuilder", "AttentionBackend",
+                    "VllmConfig",
+                    "CacheConfig",
+                    "QuantizationConfig",
+                    "ModelConfig",
+                    "ParallelConfig",
+                    "PreTrainedConfig",
+                    "IntermediateTensors",
+                    "SparseMLAIndexGroupBuilder",
+                    "AttentionBackend",
                 )
             },
         }
@@ -1006,8 +1095,11 @@ class ModelFiles:
         """`class Name(Base): pass` of vLLM, checked to be exactly that."""
         node = self.tree.node(rel, name)
         assert isinstance(node, ast.ClassDef)
-        if not all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(
-                s.value, ast.Constant)) for s in node.body):
+        if not all(
+            isinstance(s, ast.Pass)
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            for s in node.body
+        ):
             raise LookupError(f"vLLM source changed: {rel}:{name} is not a bare subclass")
         return type(name, (base,), {"__module__": "vllm_arch_oracle_exec"})
 
@@ -1055,18 +1147,37 @@ def build_deepseek_v2(mf: ModelFiles) -> dict[str, type]:
         _CausalLMShell=_CausalLMShell,
     )
     exec_defs(t, rel, ["_try_load_fp8_indexer_wk"], ns)
-    for name in ("DeepseekAttention", "DeepseekV2Attention", "DeepseekV2MLAAttention",
-                 "DeepseekV2DecoderLayer"):
+    for name in (
+        "DeepseekAttention",
+        "DeepseekV2Attention",
+        "DeepseekV2MLAAttention",
+        "DeepseekV2DecoderLayer",
+    ):
         make_class_from(t, rel, name, ["nn.Module"], [f"{name}.__init__"], ns)
     model = make_class_from(
-        t, rel, "DeepseekV2Model", ["nn.Module"],
-        ["DeepseekV2Model.fall_back_to_pt_during_load", "DeepseekV2Model.__init__",
-         "DeepseekV2Model.load_weights"], ns,
+        t,
+        rel,
+        "DeepseekV2Model",
+        ["nn.Module"],
+        [
+            "DeepseekV2Model.fall_back_to_pt_during_load",
+            "DeepseekV2Model.__init__",
+            "DeepseekV2Model.load_weights",
+        ],
+        ns,
     )
     causal = make_class_from(
-        t, rel, "DeepseekV2ForCausalLM", ["_CausalLMShell"],
-        ["DeepseekV2ForCausalLM.packed_modules_mapping", "DeepseekV2ForCausalLM.model_cls",
-         "DeepseekV2ForCausalLM.__init__", "DeepseekV2ForCausalLM.load_weights"], ns,
+        t,
+        rel,
+        "DeepseekV2ForCausalLM",
+        ["_CausalLMShell"],
+        [
+            "DeepseekV2ForCausalLM.packed_modules_mapping",
+            "DeepseekV2ForCausalLM.model_cls",
+            "DeepseekV2ForCausalLM.__init__",
+            "DeepseekV2ForCausalLM.load_weights",
+        ],
+        ns,
     )
     mf.deepseek_ns = ns
     out = {"DeepseekV2ForCausalLM": causal, "_DeepseekV2Model": model}
@@ -1089,16 +1200,23 @@ def build_deepseek_v32(mf: ModelFiles, dsv2: Mapping[str, type], *, amd: bool) -
         yarn_get_mscale=_unreached("yarn_get_mscale (deepseek_yarn rope)"),
     )
     attn = make_class_from(
-        t, F_DSV32_ATTN, "DeepseekV32Attention", ["MLAAttention"],
-        ["DeepseekV32Attention.indexer_cls", "DeepseekV32Attention.supports_pcp_dcp",
-         "DeepseekV32Attention.__init__"], ns_attn,
+        t,
+        F_DSV32_ATTN,
+        "DeepseekV32Attention",
+        ["MLAAttention"],
+        [
+            "DeepseekV32Attention.indexer_cls",
+            "DeepseekV32Attention.supports_pcp_dcp",
+            "DeepseekV32Attention.__init__",
+        ],
+        ns_attn,
     )
-    common = dict(
-        DeepseekV2MLP=MLPBlock,
-        DeepseekV2MoE=MoEBlock,
-        DeepseekV2ForCausalLM=dsv2["DeepseekV2ForCausalLM"],
-        _try_load_fp8_indexer_wk=mf.deepseek_ns["_try_load_fp8_indexer_wk"],
-    )
+    common: dict[str, Any] = {
+        "DeepseekV2MLP": MLPBlock,
+        "DeepseekV2MoE": MoEBlock,
+        "DeepseekV2ForCausalLM": dsv2["DeepseekV2ForCausalLM"],
+        "_try_load_fp8_indexer_wk": mf.deepseek_ns["_try_load_fp8_indexer_wk"],
+    }
     if not amd:
         ns = mf.ns(
             DeepseekV32Attention=attn,
@@ -1120,8 +1238,12 @@ def build_deepseek_v32(mf: ModelFiles, dsv2: Mapping[str, type], *, amd: bool) -
             is_quantized_kv_cache=is_quantized_kv_cache,
         )
         rocm_attn = make_class_from(
-            t, F_DSV32_ROCM, "DeepseekV32MLAAttention", ["DeepseekV32Attention"],
-            ["DeepseekV32MLAAttention.indexer_cls", "DeepseekV32MLAAttention.__init__"], ns_rocm,
+            t,
+            F_DSV32_ROCM,
+            "DeepseekV32MLAAttention",
+            ["DeepseekV32Attention"],
+            ["DeepseekV32MLAAttention.indexer_cls", "DeepseekV32MLAAttention.__init__"],
+            ns_rocm,
         )
         ns = mf.ns(
             DeepseekV32MLAAttention=rocm_attn,
@@ -1130,13 +1252,24 @@ def build_deepseek_v32(mf: ModelFiles, dsv2: Mapping[str, type], *, amd: bool) -
         )
         rel = F_DSV32_AMD
         causal_members = ["DeepseekV32ForCausalLM.model_cls"]
-    make_class_from(t, rel, "DeepseekV32DecoderLayer", ["nn.Module"],
-                    ["DeepseekV32DecoderLayer.__init__"], ns)
-    make_class_from(t, rel, "DeepseekV32Model", ["nn.Module"],
-                    ["DeepseekV32Model.fall_back_to_pt_during_load", "DeepseekV32Model.__init__",
-                     "DeepseekV32Model.load_weights"], ns)
-    return make_class_from(t, rel, "DeepseekV32ForCausalLM", ["DeepseekV2ForCausalLM"],
-                           causal_members, ns)
+    make_class_from(
+        t, rel, "DeepseekV32DecoderLayer", ["nn.Module"], ["DeepseekV32DecoderLayer.__init__"], ns
+    )
+    make_class_from(
+        t,
+        rel,
+        "DeepseekV32Model",
+        ["nn.Module"],
+        [
+            "DeepseekV32Model.fall_back_to_pt_during_load",
+            "DeepseekV32Model.__init__",
+            "DeepseekV32Model.load_weights",
+        ],
+        ns,
+    )
+    return make_class_from(
+        t, rel, "DeepseekV32ForCausalLM", ["DeepseekV2ForCausalLM"], causal_members, ns
+    )
 
 
 class _SparseIndexGroupBuilder:
@@ -1277,7 +1410,9 @@ class ArchOracle:
         return self._classes[key]
 
     # -- engine start ---------------------------------------------------------------------
-    def _configure(self, d: Path, options: Mapping[str, str], out: dict[str, Any]) -> dict[str, Any]:
+    def _configure(
+        self, d: Path, options: Mapping[str, str], out: dict[str, Any]
+    ) -> dict[str, Any]:
         code, base = self.code, self.code.base
         config_dict = json.loads((d / "config.json").read_text())
         hf_config = _add_config_properties(_config_namespace(config_dict))
@@ -1521,8 +1656,9 @@ class ArchOracle:
             if original is None:
                 continue
 
-            def traced(param: Any, w: torch.Tensor, *a: Any, _q: str = qual,
-                       _o: Any = original, **k: Any) -> Any:
+            def traced(
+                param: Any, w: torch.Tensor, *a: Any, _q: str = qual, _o: Any = original, **k: Any
+            ) -> Any:
                 TRACE.record(w, _q)
                 return _o(param, w, *a, **k)
 
@@ -1560,8 +1696,14 @@ class ArchOracle:
                 rec[k] = vo.enc_tensor(getattr(layer, "_" + k))
             rec["host"] = {
                 k: vo.enc_host(getattr(layer, "_" + k))
-                for k in ("k_scale_float", "v_scale_float", "q_scale_float", "prob_scale_float",
-                          "k_scale_cpu", "v_scale_cpu")
+                for k in (
+                    "k_scale_float",
+                    "v_scale_float",
+                    "q_scale_float",
+                    "prob_scale_float",
+                    "k_scale_cpu",
+                    "v_scale_cpu",
+                )
             }
         rec["tensors"] = [
             {
@@ -1574,7 +1716,8 @@ class ArchOracle:
         rec["renames"] = [list(r) for r in self.renames]
         rec["warnings"] = code.logger.take()
         rec["debug"] = [
-            line for line in code.logger.take_debug()  # type: ignore[attr-defined]
+            line
+            for line in code.logger.take_debug()  # type: ignore[attr-defined]
             if line.startswith(("Ignoring", "Skipping"))
         ]
         return rec
@@ -1622,8 +1765,10 @@ def build_classes(
         assert isinstance(node, ast.ClassDef)
         for stmt in node.body:
             target = (
-                stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                else stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None
+                stmt.targets[0]
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                else stmt.target
+                if isinstance(stmt, ast.AnnAssign) and stmt.value is not None
                 else None
             )
             if isinstance(target, ast.Name) and f"{name}.{target.id}" not in full:
@@ -1712,23 +1857,42 @@ def build_glm4_moe_lite(o: ArchOracle) -> type:
     ns["Glm4MoeLiteAttention"] = mf.subclass_pass(
         F_GLM4_LITE, "Glm4MoeLiteAttention", ds["DeepseekV2Attention"]
     )
-    got = build_classes(mf, F_GLM4_LITE, [
-        ("Glm4MoeLiteDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("Glm4MoeLiteModel", ["nn.Module"],
-         ["__init__", "make_empty_intermediate_tensors", "load_weights"]),
-        ("Glm4MoeLiteForCausalLM", ["_CausalLMShell"],
-         ["packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)
+    got = build_classes(
+        mf,
+        F_GLM4_LITE,
+        [
+            ("Glm4MoeLiteDecoderLayer", ["nn.Module"], ["__init__"]),
+            (
+                "Glm4MoeLiteModel",
+                ["nn.Module"],
+                ["__init__", "make_empty_intermediate_tensors", "load_weights"],
+            ),
+            (
+                "Glm4MoeLiteForCausalLM",
+                ["_CausalLMShell"],
+                ["packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )
     return got["Glm4MoeLiteForCausalLM"]
 
 
 def build_mistral_large_3(o: ArchOracle) -> type:
     mf = o.models
     ns = mf.ns(DeepseekV3ForCausalLM=_dsv2(o)["DeepseekV3ForCausalLM"])
-    return build_classes(mf, F_MISTRAL_L3, [
-        ("MistralLarge3ForCausalLM", ["DeepseekV3ForCausalLM"],
-         ["hf_to_vllm_mapper", "load_weights"]),
-    ], ns)["MistralLarge3ForCausalLM"]
+    return build_classes(
+        mf,
+        F_MISTRAL_L3,
+        [
+            (
+                "MistralLarge3ForCausalLM",
+                ["DeepseekV3ForCausalLM"],
+                ["hf_to_vllm_mapper", "load_weights"],
+            ),
+        ],
+        ns,
+    )["MistralLarge3ForCausalLM"]
 
 
 def build_kimi_k25(o: ArchOracle) -> type:
@@ -1744,10 +1908,18 @@ def build_kimi_k25(o: ArchOracle) -> type:
         _MultiModalShell=_MultiModalShell,
     )
     o.code.platform.current_device = lambda: "cpu"  # type: ignore[attr-defined]
-    return build_classes(mf, F_KIMI_K25, [
-        ("KimiK25ForConditionalGeneration", ["_MultiModalShell"],
-         ["hf_to_vllm_mapper", "__init__", "_maybe_ignore_quant_config", "load_weights"]),
-    ], ns)["KimiK25ForConditionalGeneration"]
+    return build_classes(
+        mf,
+        F_KIMI_K25,
+        [
+            (
+                "KimiK25ForConditionalGeneration",
+                ["_MultiModalShell"],
+                ["hf_to_vllm_mapper", "__init__", "_maybe_ignore_quant_config", "load_weights"],
+            ),
+        ],
+        ns,
+    )["KimiK25ForConditionalGeneration"]
 
 
 class _IdentityLeaf(nn.Module):
@@ -1781,24 +1953,47 @@ def build_bailing_moe_v3(o: ArchOracle) -> type:
         BailingMoeV3KimiDeltaAttention=_KDALeaf,
         _build_mla_rotary_embedding=lambda *a, **k: Rotary(),
         _get_block_fp8_mlp_padded_intermediate_size=_unreached(
-            "_get_block_fp8_mlp_padded_intermediate_size (block-FP8 shared experts)"),
+            "_get_block_fp8_mlp_padded_intermediate_size (block-FP8 shared experts)"
+        ),
         _pad_block_fp8_mlp_checkpoint_tensor=_unreached("_pad_block_fp8_mlp_checkpoint_tensor"),
         _CausalLMShell=_CausalLMShell,
     )
-    exec_defs(t, rel, [
-        "_is_kda_layer", "_is_block_fp8_config", "_configure_ling_fp8_quant_config",
-        "_LING_MXFP4_WEIGHTS_MAPPER", "_maybe_remap_ling_mxfp4_weight_names",
-        "_is_fp8_module_excluded", "_maybe_pad_block_fp8_shared_expert_checkpoint_tensor",
-        "_IdentityProjection",
-    ], ns)
-    return build_classes(mf, rel, [
-        ("BailingMoeV3MLAAttention", ["nn.Module"], ["__init__"]),
-        ("BailingMoeV3DecoderLayer", ["nn.Module"], ["__init__"]),
-        ("BailingMoeV3Model", ["nn.Module"], ["__init__", "get_expert_mapping"]),
-        ("BailingMoeV3ForCausalLM", ["_CausalLMShell"],
-         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "get_expert_mapping",
-          "load_weights"]),
-    ], ns)["BailingMoeV3ForCausalLM"]
+    exec_defs(
+        t,
+        rel,
+        [
+            "_is_kda_layer",
+            "_is_block_fp8_config",
+            "_configure_ling_fp8_quant_config",
+            "_LING_MXFP4_WEIGHTS_MAPPER",
+            "_maybe_remap_ling_mxfp4_weight_names",
+            "_is_fp8_module_excluded",
+            "_maybe_pad_block_fp8_shared_expert_checkpoint_tensor",
+            "_IdentityProjection",
+        ],
+        ns,
+    )
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("BailingMoeV3MLAAttention", ["nn.Module"], ["__init__"]),
+            ("BailingMoeV3DecoderLayer", ["nn.Module"], ["__init__"]),
+            ("BailingMoeV3Model", ["nn.Module"], ["__init__", "get_expert_mapping"]),
+            (
+                "BailingMoeV3ForCausalLM",
+                ["_CausalLMShell"],
+                [
+                    "hf_to_vllm_mapper",
+                    "packed_modules_mapping",
+                    "__init__",
+                    "get_expert_mapping",
+                    "load_weights",
+                ],
+            ),
+        ],
+        ns,
+    )["BailingMoeV3ForCausalLM"]
 
 
 def build_longcat_flash(o: ArchOracle) -> type:
@@ -1814,12 +2009,20 @@ def build_longcat_flash(o: ArchOracle) -> type:
         set_weight_attrs=_unreached("set_weight_attrs (mla_scale_*_lora)"),
     )
     exec_defs(mf.tree, rel, ["scale_mla_lora_norms_on_load"], ns)
-    return build_classes(mf, rel, [
-        ("FlashDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("FlashModel", ["nn.Module"], ["__init__", "get_expert_mapping", "load_weights"]),
-        ("LongcatFlashForCausalLM", ["_CausalLMShell"],
-         ["packed_modules_mapping", "__init__", "get_expert_mapping", "load_weights"]),
-    ], ns)["LongcatFlashForCausalLM"]
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("FlashDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("FlashModel", ["nn.Module"], ["__init__", "get_expert_mapping", "load_weights"]),
+            (
+                "LongcatFlashForCausalLM",
+                ["_CausalLMShell"],
+                ["packed_modules_mapping", "__init__", "get_expert_mapping", "load_weights"],
+            ),
+        ],
+        ns,
+    )["LongcatFlashForCausalLM"]
 
 
 def build_sarvam_mla(o: ArchOracle) -> type:
@@ -1832,15 +2035,24 @@ def build_sarvam_mla(o: ArchOracle) -> type:
         spec_decode_needs_target_embed=lambda *a, **k: False,
         _CausalLMShell=_CausalLMShell,
     )
-    exec_defs(mf.tree, rel, ["_is_gate_expert_bias_name", "_zero_mean_tensor",
-                             "_normalized_weights"], ns)
-    return build_classes(mf, rel, [
-        ("SarvamMLAAttention", ["nn.Module"], ["__init__"]),
-        ("SarvamMLABlock", ["nn.Module"], ["__init__"]),
-        ("SarvamMLAModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("SarvamMLAForCausalLM", ["_CausalLMShell"],
-         ["packed_modules_mapping", "_remap_config", "__init__", "load_weights"]),
-    ], ns)["SarvamMLAForCausalLM"]
+    exec_defs(
+        mf.tree, rel, ["_is_gate_expert_bias_name", "_zero_mean_tensor", "_normalized_weights"], ns
+    )
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("SarvamMLAAttention", ["nn.Module"], ["__init__"]),
+            ("SarvamMLABlock", ["nn.Module"], ["__init__"]),
+            ("SarvamMLAModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+            (
+                "SarvamMLAForCausalLM",
+                ["_CausalLMShell"],
+                ["packed_modules_mapping", "_remap_config", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["SarvamMLAForCausalLM"]
 
 
 def build_minicpm3(o: ArchOracle) -> type:
@@ -1848,19 +2060,32 @@ def build_minicpm3(o: ArchOracle) -> type:
     with a plain Attention over the expanded per-head K/V (minicpm3.py), not MLAAttention."""
     mf = o.models
     ns = mf.ns(MiniCPMMLP=MLPBlock, MiniCPMMoE=MoEBlock)
-    base = build_classes(mf, F_MINICPM, [
-        ("MiniCPMDecoderLayer", ["nn.Module"], ["__init__", "_init_ffn_block"]),
-        ("MiniCPMModel", ["nn.Module"], ["__init__", "load_weights"]),
-        ("MiniCPMForCausalLM", ["_CausalLMShell"], ["__init__", "load_weights"]),
-    ], {**ns, "_CausalLMShell": _CausalLMShell})
+    base = build_classes(
+        mf,
+        F_MINICPM,
+        [
+            ("MiniCPMDecoderLayer", ["nn.Module"], ["__init__", "_init_ffn_block"]),
+            ("MiniCPMModel", ["nn.Module"], ["__init__", "load_weights"]),
+            ("MiniCPMForCausalLM", ["_CausalLMShell"], ["__init__", "load_weights"]),
+        ],
+        {**ns, "_CausalLMShell": _CausalLMShell},
+    )
     ns3 = mf.ns(**base)
-    got = build_classes(mf, F_MINICPM3, [
-        ("MiniCPM3Attention", ["nn.Module"], ["__init__"]),
-        ("MiniCPM3DecoderLayer", ["MiniCPMDecoderLayer"], ["_init_attn_block"]),
-        ("MiniCPM3Model", ["MiniCPMModel"], ["_init_layers"]),
-        ("MiniCPM3ForCausalLM", ["MiniCPMForCausalLM"],
-         ["packed_modules_mapping", "_init_model"]),
-    ], ns3)
+    got = build_classes(
+        mf,
+        F_MINICPM3,
+        [
+            ("MiniCPM3Attention", ["nn.Module"], ["__init__"]),
+            ("MiniCPM3DecoderLayer", ["MiniCPMDecoderLayer"], ["_init_attn_block"]),
+            ("MiniCPM3Model", ["MiniCPMModel"], ["_init_layers"]),
+            (
+                "MiniCPM3ForCausalLM",
+                ["MiniCPMForCausalLM"],
+                ["packed_modules_mapping", "_init_model"],
+            ),
+        ],
+        ns3,
+    )
     return got["MiniCPM3ForCausalLM"]
 
 
@@ -1888,57 +2113,101 @@ def build_jamba(o: ArchOracle) -> type:
         MambaMixer=_MambaLeaf,
         _CausalLMShell=_CausalLMShell,
     )
-    got = build_classes(mf, rel, [
-        ("JambaMambaDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("JambaAttentionDecoderLayer", ["nn.Module"], ["__init__"]),
-    ], ns)
+    got = build_classes(
+        mf,
+        rel,
+        [
+            ("JambaMambaDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("JambaAttentionDecoderLayer", ["nn.Module"], ["__init__"]),
+        ],
+        ns,
+    )
     exec_defs(mf.tree, rel, ["ALL_DECODER_LAYER_TYPES"], ns)
     del got
-    return build_classes(mf, rel, [
-        ("JambaModel", ["nn.Module"], ["__init__"]),
-        ("JambaForCausalLM", ["_CausalLMShell"],
-         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["JambaForCausalLM"]
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("JambaModel", ["nn.Module"], ["__init__"]),
+            (
+                "JambaForCausalLM",
+                ["_CausalLMShell"],
+                ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["JambaForCausalLM"]
 
 
 def build_mixtral(o: ArchOracle) -> type:
     mf = o.models
-    ns = mf.ns(MixtralConfig=_annotation("MixtralConfig"), MixtralMoE=MoEBlock,
-               _CausalLMShell=_CausalLMShell)
-    return build_classes(mf, "model_executor/models/mixtral.py", [
-        ("MixtralAttention", ["nn.Module"], ["__init__"]),
-        ("MixtralDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("MixtralModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("MixtralForCausalLM", ["_CausalLMShell"],
-         ["packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["MixtralForCausalLM"]
+    ns = mf.ns(
+        MixtralConfig=_annotation("MixtralConfig"),
+        MixtralMoE=MoEBlock,
+        _CausalLMShell=_CausalLMShell,
+    )
+    return build_classes(
+        mf,
+        "model_executor/models/mixtral.py",
+        [
+            ("MixtralAttention", ["nn.Module"], ["__init__"]),
+            ("MixtralDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("MixtralModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+            (
+                "MixtralForCausalLM",
+                ["_CausalLMShell"],
+                ["packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["MixtralForCausalLM"]
 
 
 def build_qwen3_moe(o: ArchOracle) -> type:
     mf = o.models
-    ns = mf.ns(Qwen3MoeMLP=MLPBlock, Qwen3MoeSparseMoeBlock=MoEBlock,
-               _CausalLMShell=_CausalLMShell)
-    return build_classes(mf, "model_executor/models/qwen3_moe.py", [
-        ("Qwen3MoeAttention", ["nn.Module"], ["__init__"]),
-        ("Qwen3MoeDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("Qwen3MoeModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("Qwen3MoeForCausalLM", ["_CausalLMShell"],
-         ["packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["Qwen3MoeForCausalLM"]
+    ns = mf.ns(Qwen3MoeMLP=MLPBlock, Qwen3MoeSparseMoeBlock=MoEBlock, _CausalLMShell=_CausalLMShell)
+    return build_classes(
+        mf,
+        "model_executor/models/qwen3_moe.py",
+        [
+            ("Qwen3MoeAttention", ["nn.Module"], ["__init__"]),
+            ("Qwen3MoeDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("Qwen3MoeModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+            (
+                "Qwen3MoeForCausalLM",
+                ["_CausalLMShell"],
+                ["packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["Qwen3MoeForCausalLM"]
 
 
 def build_lfm2(o: ArchOracle) -> type:
     mf = o.models
-    ns = mf.ns(Lfm2Config=_annotation("Lfm2Config"), Lfm2MLP=MLPBlock, ShortConv=_MambaLeaf,
-               Lfm2BidirectionalShortConv=_MambaLeaf, _SupportsQuantShell=_SupportsQuantShell)
-    return build_classes(mf, "model_executor/models/lfm2.py", [
-        ("Lfm2Attention", ["nn.Module"], ["__init__"]),
-        ("Lfm2AttentionDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("Lfm2ShortConvDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("Lfm2Model", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("Lfm2ForCausalLM", ["_SupportsQuantShell"],
-         ["packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["Lfm2ForCausalLM"]
+    ns = mf.ns(
+        Lfm2Config=_annotation("Lfm2Config"),
+        Lfm2MLP=MLPBlock,
+        ShortConv=_MambaLeaf,
+        Lfm2BidirectionalShortConv=_MambaLeaf,
+        _SupportsQuantShell=_SupportsQuantShell,
+    )
+    return build_classes(
+        mf,
+        "model_executor/models/lfm2.py",
+        [
+            ("Lfm2Attention", ["nn.Module"], ["__init__"]),
+            ("Lfm2AttentionDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("Lfm2ShortConvDecoderLayer", ["nn.Module"], ["__init__"]),
+            ("Lfm2Model", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+            (
+                "Lfm2ForCausalLM",
+                ["_SupportsQuantShell"],
+                ["packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["Lfm2ForCausalLM"]
 
 
 def build_llama(o: ArchOracle) -> dict[str, type]:
@@ -1949,15 +2218,27 @@ def build_llama(o: ArchOracle) -> dict[str, type]:
         spec_decode_needs_target_embed=lambda *a, **k: False,
         _SupportsQuantShell=_SupportsQuantShell,
     )
-    got = build_classes(mf, F_LLAMA, [
-        ("LlamaAttention", ["nn.Module"], ["__init__", "_init_rotary_emb"]),
-        ("LlamaDecoderLayer", ["nn.Module"], ["__init__", "get_quant_config"]),
-        ("LlamaModel", ["nn.Module"],
-         ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("LlamaForCausalLM", ["_SupportsQuantShell"],
-         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "_init_model",
-          "load_weights"]),
-    ], ns)
+    got = build_classes(
+        mf,
+        F_LLAMA,
+        [
+            ("LlamaAttention", ["nn.Module"], ["__init__", "_init_rotary_emb"]),
+            ("LlamaDecoderLayer", ["nn.Module"], ["__init__", "get_quant_config"]),
+            ("LlamaModel", ["nn.Module"], ["hf_to_vllm_mapper", "__init__", "load_weights"]),
+            (
+                "LlamaForCausalLM",
+                ["_SupportsQuantShell"],
+                [
+                    "hf_to_vllm_mapper",
+                    "packed_modules_mapping",
+                    "__init__",
+                    "_init_model",
+                    "load_weights",
+                ],
+            ),
+        ],
+        ns,
+    )
     mf.llama_ns = ns
     return got
 
@@ -1966,14 +2247,28 @@ def build_mistral(o: ArchOracle) -> type:
     mf = o.models
     llama = o.family("llama", lambda: build_llama(o))
     ns = mf.ns(LlamaConfig=_annotation("LlamaConfig"), MistralMLP=MLPBlock, **llama)
-    return build_classes(mf, "model_executor/models/mistral.py", [
-        ("MistralAttention", ["LlamaAttention"], ["__init__"]),
-        ("MistralDecoderLayer", ["LlamaDecoderLayer"], ["__init__"]),
-        ("MistralModel", ["LlamaModel"], ["__init__"]),
-        ("MistralForCausalLM", ["LlamaForCausalLM"],
-         ["embedding_modules", "mistral_mapping", "__init__", "_init_model", "load_weights",
-          "maybe_remap_mistral"]),
-    ], ns)["MistralForCausalLM"]
+    return build_classes(
+        mf,
+        "model_executor/models/mistral.py",
+        [
+            ("MistralAttention", ["LlamaAttention"], ["__init__"]),
+            ("MistralDecoderLayer", ["LlamaDecoderLayer"], ["__init__"]),
+            ("MistralModel", ["LlamaModel"], ["__init__"]),
+            (
+                "MistralForCausalLM",
+                ["LlamaForCausalLM"],
+                [
+                    "embedding_modules",
+                    "mistral_mapping",
+                    "__init__",
+                    "_init_model",
+                    "load_weights",
+                    "maybe_remap_mistral",
+                ],
+            ),
+        ],
+        ns,
+    )["MistralForCausalLM"]
 
 
 def build_mistral3(o: ArchOracle) -> type:
@@ -1985,10 +2280,18 @@ def build_mistral3(o: ArchOracle) -> type:
         init_vllm_registered_model=init_vllm_registered_model_for(o),
         _MultiModalShell=_MultiModalShell,
     )
-    return build_classes(mf, "model_executor/models/mistral3.py", [
-        ("Mistral3ForConditionalGeneration", ["_MultiModalShell"],
-         ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-    ], ns)["Mistral3ForConditionalGeneration"]
+    return build_classes(
+        mf,
+        "model_executor/models/mistral3.py",
+        [
+            (
+                "Mistral3ForConditionalGeneration",
+                ["_MultiModalShell"],
+                ["hf_to_vllm_mapper", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["Mistral3ForConditionalGeneration"]
 
 
 class _DecoderLeaf(nn.Module):
@@ -2014,14 +2317,25 @@ def build_gemma3n(o: ArchOracle) -> type:
         _SupportsQuantShell=_SupportsQuantShell,
     )
     exec_defs(mf.tree, rel, ["_kv_sharing_weights_mapper"], ns)
-    return build_classes(mf, rel, [
-        ("Gemma3nAttention", ["nn.Module"], ["__init__"]),
-        ("Gemma3nDecoderLayer", ["nn.Module"], ["__init__"]),
-        ("Gemma3nTextModel", ["_SupportsQuantShell"],
-         ["hf_to_vllm_mapper", "__init__", "load_weights"]),
-        ("Gemma3nForCausalLM", ["nn.Module"],
-         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["Gemma3nForCausalLM"]
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("Gemma3nAttention", ["nn.Module"], ["__init__"]),
+            ("Gemma3nDecoderLayer", ["nn.Module"], ["__init__"]),
+            (
+                "Gemma3nTextModel",
+                ["_SupportsQuantShell"],
+                ["hf_to_vllm_mapper", "__init__", "load_weights"],
+            ),
+            (
+                "Gemma3nForCausalLM",
+                ["nn.Module"],
+                ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["Gemma3nForCausalLM"]
 
 
 class _Group:
@@ -2042,15 +2356,27 @@ def build_gpt_oss(o: ArchOracle) -> type:
     t = mf.tree
     rel = "model_executor/models/gpt_oss.py"
     ns_wu = o.code.ns[vo.F_WUTILS]
-    ns_wu.update(load_attention_sink=_unreached("load_attention_sink (sinks in the checkpoint)"),
-                 Generator=typing.Generator)
-    exec_defs(t, vo.F_WUTILS, ["make_attention_sink", "maybe_remap_moe_expert_param_name",
-                               "remap_moe_expert_weights"], ns_wu)
-    ns_cfg = o.code._ns(get_tensor_model_parallel_rank=lambda: 0,
-                        ParallelConfig=_annotation("ParallelConfig"))
-    fmpc = make_class_from(t, "model_executor/layers/fused_moe/config.py",
-                           "FusedMoEParallelConfig", ["object"],
-                           ["FusedMoEParallelConfig.flatten_tp_across_dp_and_pcp"], ns_cfg)
+    ns_wu.update(
+        load_attention_sink=_unreached("load_attention_sink (sinks in the checkpoint)"),
+        Generator=typing.Generator,
+    )
+    exec_defs(
+        t,
+        vo.F_WUTILS,
+        ["make_attention_sink", "maybe_remap_moe_expert_param_name", "remap_moe_expert_weights"],
+        ns_wu,
+    )
+    ns_cfg = o.code._ns(
+        get_tensor_model_parallel_rank=lambda: 0, ParallelConfig=_annotation("ParallelConfig")
+    )
+    fmpc = make_class_from(
+        t,
+        "model_executor/layers/fused_moe/config.py",
+        "FusedMoEParallelConfig",
+        ["object"],
+        ["FusedMoEParallelConfig.flatten_tp_across_dp_and_pcp"],
+        ns_cfg,
+    )
     ns_math = o.code._ns()
     exec_defs(t, "utils/math_utils.py", ["cdiv"], ns_math)
     ns = mf.ns(
@@ -2067,15 +2393,34 @@ def build_gpt_oss(o: ArchOracle) -> type:
         _CausalLMShell=_CausalLMShell,
     )
     exec_defs(t, rel, ["_GPT_OSS_STREAMED_EXPERT_SUFFIX_TO_SHARD", "_get_weight_loader"], ns)
-    return build_classes(mf, rel, [
-        ("OAIAttention", ["nn.Module"], ["__init__", "_build_attention"]),
-        ("TransformerBlock", ["nn.Module"], ["attention_cls", "mlp_cls", "__init__"]),
-        ("GptOssModel", ["nn.Module"],
-         ["block_cls", "__init__", "load_weights", "_load_weights_mxfp4", "_load_weights_quark",
-          "_load_weights_other", "_get_streamed_expert_info", "_try_load_streamed_expert"]),
-        ("GptOssForCausalLM", ["_CausalLMShell"],
-         ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"]),
-    ], ns)["GptOssForCausalLM"]
+    return build_classes(
+        mf,
+        rel,
+        [
+            ("OAIAttention", ["nn.Module"], ["__init__", "_build_attention"]),
+            ("TransformerBlock", ["nn.Module"], ["attention_cls", "mlp_cls", "__init__"]),
+            (
+                "GptOssModel",
+                ["nn.Module"],
+                [
+                    "block_cls",
+                    "__init__",
+                    "load_weights",
+                    "_load_weights_mxfp4",
+                    "_load_weights_quark",
+                    "_load_weights_other",
+                    "_get_streamed_expert_info",
+                    "_try_load_streamed_expert",
+                ],
+            ),
+            (
+                "GptOssForCausalLM",
+                ["_CausalLMShell"],
+                ["hf_to_vllm_mapper", "packed_modules_mapping", "__init__", "load_weights"],
+            ),
+        ],
+        ns,
+    )["GptOssForCausalLM"]
 
 
 # ======================================================================================
@@ -2084,7 +2429,9 @@ def build_gpt_oss(o: ArchOracle) -> type:
 
 
 def _dsv2(o: ArchOracle) -> dict[str, type]:
-    return typing.cast(dict[str, type], o.family("deepseek_v2", lambda: build_deepseek_v2(o.models)))
+    return typing.cast(
+        dict[str, type], o.family("deepseek_v2", lambda: build_deepseek_v2(o.models))
+    )
 
 
 ARCHITECTURES: dict[str, Callable[[ArchOracle, str], type]] = {
@@ -2098,14 +2445,19 @@ ARCHITECTURES: dict[str, Callable[[ArchOracle, str], type]] = {
     "GlmMoeDsaForCausalLM": lambda o, p: o.family(
         f"deepseek_v32_{p}", lambda: build_deepseek_v32(o.models, _dsv2(o), amd=p == "fnuz")
     ),
-    "Glm4MoeLiteForCausalLM": lambda o, p: o.family("glm4_moe_lite", lambda: build_glm4_moe_lite(o)),
+    "Glm4MoeLiteForCausalLM": lambda o, p: o.family(
+        "glm4_moe_lite", lambda: build_glm4_moe_lite(o)
+    ),
     "MistralLarge3ForCausalLM": lambda o, p: o.family(
-        "mistral_large_3", lambda: build_mistral_large_3(o)),
+        "mistral_large_3", lambda: build_mistral_large_3(o)
+    ),
     "KimiK25ForConditionalGeneration": lambda o, p: o.family("kimi_k25", lambda: build_kimi_k25(o)),
     "BailingMoeV3ForCausalLM": lambda o, p: o.family(
-        "bailing_moe_v3", lambda: build_bailing_moe_v3(o)),
+        "bailing_moe_v3", lambda: build_bailing_moe_v3(o)
+    ),
     "LongcatFlashForCausalLM": lambda o, p: o.family(
-        "longcat_flash", lambda: build_longcat_flash(o)),
+        "longcat_flash", lambda: build_longcat_flash(o)
+    ),
     "SarvamMLAForCausalLM": lambda o, p: o.family("sarvam_mla", lambda: build_sarvam_mla(o)),
     "MiniCPM3ForCausalLM": lambda o, p: o.family("minicpm3", lambda: build_minicpm3(o)),
     "JambaForCausalLM": lambda o, p: o.family("jamba", lambda: build_jamba(o)),
@@ -2115,7 +2467,8 @@ ARCHITECTURES: dict[str, Callable[[ArchOracle, str], type]] = {
     "LlamaForCausalLM": lambda o, p: o.family("llama", lambda: build_llama(o))["LlamaForCausalLM"],
     "MistralForCausalLM": lambda o, p: o.family("mistral", lambda: build_mistral(o)),
     "Mistral3ForConditionalGeneration": lambda o, p: o.family(
-        "mistral3", lambda: build_mistral3(o)),
+        "mistral3", lambda: build_mistral3(o)
+    ),
     "Gemma3nForCausalLM": lambda o, p: o.family("gemma3n", lambda: build_gemma3n(o)),
     "GptOssForCausalLM": lambda o, p: o.family("gpt_oss", lambda: build_gpt_oss(o)),
 }
@@ -2133,9 +2486,7 @@ def summarize(doc: Mapping[str, Any]) -> str:
         g = by_group.setdefault(c["group"], [0, 0, 0, 0])
         g[0] += 1
         g[1] += len(c["layers"])
-        g[2] += sum(1 for layer in c["layers"] if layer["error"]) + (
-            1 if c["engine_error"] else 0
-        )
+        g[2] += sum(1 for layer in c["layers"] if layer["error"]) + (1 if c["engine_error"] else 0)
         g[3] += sum(
             1 for layer in c["layers"] for t in layer.get("tensors", []) if t["loaded_into"]
         )
@@ -2148,12 +2499,16 @@ def summarize(doc: Mapping[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     if not __debug__:
-        print("vllm_arch_oracle.py must run without -O: vLLM's asserts are behaviour",
-              file=sys.stderr)
+        print(
+            "vllm_arch_oracle.py must run without -O: vLLM's asserts are behaviour", file=sys.stderr
+        )
         return 2
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vllm-src", required=True,
-                    help="extracted vLLM source: the directory holding vllm/ (or vllm/ itself)")
+    ap.add_argument(
+        "--vllm-src",
+        required=True,
+        help="extracted vLLM source: the directory holding vllm/ (or vllm/ itself)",
+    )
     ap.add_argument("--out", help="golden JSON file to write ('-' for stdout)")
     ap.add_argument("--classes-out", help="write the registry classification here")
     ap.add_argument("--case", action="append", help="run only this case (repeatable)")

@@ -15,9 +15,10 @@ class with vLLM's real loaders; the rest is read from the source, not run):
 * top_loader: the effective top-level `load_weights` (MRO, following `super()`), whether it
   uses `AutoWeightsLoader` and with which `mapper=`; where that loader finds a
   `quant_config` (the model itself or its first direct child that has the attribute:
-  AutoWeightsLoader.load_weights); the names sample checkpoint KV tensors get after the
-  top-level pass (the model mapper merged with `QuantizationConfig.get_cache_scale_mapper`
-  / `Fp8Config.get_cache_scale_mapper`, applied with vLLM's own `_map_name_with_shard`).
+  AutoWeightsLoader.load_weights); `sample_names`: the sample checkpoint KV names whose
+  top-level result differs from Llama's (no model mapper), each as [with the base
+  cache-scale mapper (ModelOpt / compressed-tensors), with Fp8Config's / QuarkConfig's, with
+  no quant config], mapped with vLLM's own WeightsMapper._map_name_with_shard.
 * inner_loaders: `load_weights` of the classes below (they receive the names the top pass
   produced): `maybe_remap_kv_scale_name` calls, nested `AutoWeightsLoader`, and whether a
   name that is not a parameter is skipped or indexes `params_dict` (KeyError).
@@ -44,12 +45,10 @@ _QC_POS = {"Attention": 7, "MLAAttention": 10, "MultiHeadLatentAttentionWrapper"
 
 SAMPLE_PREFIXES = (
     "model.layers.0.self_attn",
-    "model.layers.0.attn",
-    "model.layers.0.attention",
-    "model.layers.0.mixer",
     "model.language_model.layers.0.self_attn",
     "language_model.model.layers.0.self_attn",
 )
+SAMPLE_COLUMNS = ("modelopt/ct cache mapper", "fp8/quark cache mapper", "no quant_config")
 SAMPLE_SUFFIXES = (
     "k_scale",
     "k_proj.k_scale",
@@ -80,7 +79,9 @@ class StaticIndex:
             }
         return self._funcs[rel]
 
-    def resolve_function(self, rel: str, name: str, depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
+    def resolve_function(
+        self, rel: str, name: str, depth: int = 0
+    ) -> tuple[str, ast.FunctionDef] | None:
         if depth > 6:
             return None
         if name in self.functions(rel):
@@ -210,19 +211,28 @@ class Reach:
                     ck = _custom_holder_kind(cc)
                     if ck and _is_model_code(rr):
                         custom[f"{cc.name} ({_loc(rr, cc)})"] = ck
-                    if any(isinstance(b, ast.FunctionDef) and b.name == "load_weights"
-                           for b in cc.body) and _is_model_code(rr):
+                    if any(
+                        isinstance(b, ast.FunctionDef) and b.name == "load_weights" for b in cc.body
+                    ) and _is_model_code(rr):
                         loaders.append((rr, cc))
             else:
                 bodies.append((r, node))
             for rr, body in bodies:
-                for fn in [n for n in ast.walk(body) if isinstance(n, (ast.FunctionDef, ast.Lambda))] or [body]:
+                for fn in [
+                    n for n in ast.walk(body) if isinstance(n, (ast.FunctionDef, ast.Lambda))
+                ] or [body]:
                     local = _local_classes(fn)
                     for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
                         self._call(rr, call, local, holders)
                         if ast.unparse(call.func) == "init_vllm_registered_model":
-                            arch = next((ast.unparse(k.value) for k in call.keywords
-                                         if k.arg == "architectures"), "from hf_config")
+                            arch = next(
+                                (
+                                    ast.unparse(k.value)
+                                    for k in call.keywords
+                                    if k.arg == "architectures"
+                                ),
+                                "from hf_config",
+                            )
                             registered.append(f"{arch} ({_loc(rr, call)})")
                 for n in ast.walk(body):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -236,8 +246,12 @@ class Reach:
                             stack.append(fgot)
                             continue
                         vgot = si.module_value(rr, n.id)
-                        if vgot is not None and _is_model_code(vgot[0]) and isinstance(
-                            vgot[1], (ast.Dict, ast.List, ast.Tuple, ast.Name, ast.IfExp)
+                        if (
+                            vgot is not None
+                            and _is_model_code(vgot[0])
+                            and isinstance(
+                                vgot[1], (ast.Dict, ast.List, ast.Tuple, ast.Name, ast.IfExp)
+                            )
                         ):
                             stack.append(vgot)
         return {
@@ -247,8 +261,13 @@ class Reach:
             "registered": sorted(set(registered)),
         }
 
-    def _call(self, rel: str, call: ast.Call, local: Mapping[str, set[str]],
-              holders: dict[str, dict[str, Any]]) -> None:
+    def _call(
+        self,
+        rel: str,
+        call: ast.Call,
+        local: Mapping[str, set[str]],
+        holders: dict[str, dict[str, Any]],
+    ) -> None:
         si = self.si
         f = call.func
         cands: list[str] = []
@@ -268,7 +287,8 @@ class Reach:
             holders[at + ":" + got[1].name] = {
                 "class": got[1].name,
                 "kind": "MLAAttention (via MultiHeadLatentAttentionWrapper)"
-                if kind == "MultiHeadLatentAttentionWrapper" else kind,
+                if kind == "MultiHeadLatentAttentionWrapper"
+                else kind,
                 "at": at,
                 "quant_config": _quant_arg(call, base_kind if name == f.id or True else kind),
                 "defined": _loc(*got) if isinstance(got[1], ast.ClassDef) else "?",
@@ -295,11 +315,18 @@ def _quant_config_source(si: StaticIndex, rel: str, cls: ast.ClassDef) -> str:
     own = _mutates_quant_attr(si, rel, cls)
     if own:
         return f"self: {own}"
-    init = si.vo._class_attr(si.mro(rel, cls), "__init__")
-    if init is None or not isinstance(init[2], ast.FunctionDef):
+    inits = [
+        (r, b)
+        for r, c in si.mro(rel, cls)
+        for b in c.body
+        if isinstance(b, ast.FunctionDef) and b.name == "__init__" and _is_model_code(r)
+    ]
+    if not inits:
         return "unknown (no __init__ found)"
-    irel = init[0]
-    for n in ast.walk(init[2]):
+    # base classes' __init__ first: super().__init__() usually runs before the subclass
+    # registers its own children
+    assigns = [(r, n) for r, f in reversed(inits) for n in ast.walk(f)]
+    for irel, n in assigns:
         if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
             continue
         tg = ast.unparse(n.targets[0])
@@ -323,17 +350,29 @@ def _quant_config_source(si: StaticIndex, rel: str, cls: ast.ClassDef) -> str:
 
 def _loader_facts(si: StaticIndex, rel: str, func: ast.FunctionDef) -> dict[str, Any]:
     out: dict[str, Any] = {"at": _loc(rel, func)}
-    remaps = [n.lineno for n in ast.walk(func) if isinstance(n, ast.Call)
-              and ast.unparse(n.func) == "maybe_remap_kv_scale_name"]
-    autos = [n for n in ast.walk(func) if isinstance(n, ast.Call)
-             and ast.unparse(n.func) == "AutoWeightsLoader"]
+    remaps = [
+        n.lineno
+        for n in ast.walk(func)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "maybe_remap_kv_scale_name"
+    ]
+    autos = [
+        n
+        for n in ast.walk(func)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "AutoWeightsLoader"
+    ]
     if remaps:
         out["maybe_remap_kv_scale_name"] = [f"vllm/{rel}:{x}" for x in remaps]
     if autos:
         out["AutoWeightsLoader"] = [_loc(rel, a) for a in autos]
-        mappers = [ast.unparse(k.value) for n in ast.walk(func) if isinstance(n, ast.Call)
-                   and isinstance(n.func, ast.Attribute) and n.func.attr == "load_weights"
-                   for k in n.keywords if k.arg == "mapper"]
+        mappers = [
+            ast.unparse(k.value)
+            for n in ast.walk(func)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "load_weights"
+            for k in n.keywords
+            if k.arg == "mapper"
+        ]
         if mappers:
             out["mapper"] = mappers
     text = ast.unparse(func)
@@ -341,13 +380,20 @@ def _loader_facts(si: StaticIndex, rel: str, func: ast.FunctionDef) -> dict[str,
     indexes = "params_dict[" in text
     if indexes and not autos:
         out["unknown_names"] = (
-            "checked against params_dict on some paths (see code)" if guarded
+            "checked against params_dict on some paths (see code)"
+            if guarded
             else "params_dict[name] unguarded: an unknown name raises KeyError"
         )
-    delegates = sorted({ast.unparse(n.func.value) for n in ast.walk(func)
-                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                        and n.func.attr == "load_weights"
-                        and ast.unparse(n.func.value).startswith("self.")})
+    delegates = sorted(
+        {
+            ast.unparse(n.func.value)
+            for n in ast.walk(func)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "load_weights"
+            and ast.unparse(n.func.value).startswith("self.")
+        }
+    )
     if delegates:
         out["delegates_to"] = delegates
     return out
@@ -362,14 +408,19 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
     lrel, lcls, func = lw
     chain = [f"{_loc(lrel, func)} ({lcls.name}.load_weights)"]
     while True:
-        calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Attribute) and n.func.attr == "load_weights"]
+        calls = [
+            n
+            for n in ast.walk(func)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "load_weights"
+        ]
         autos = [c for c in calls if "AutoWeightsLoader" in ast.unparse(func)]
         supers = [c for c in calls if ast.unparse(c.func.value) == "super()"]
         if autos or not supers:
             break
         pos = next(i for i, (_r, c) in enumerate(mro) if c is lcls)
-        nxt = vo._class_attr(mro[pos + 1:], "load_weights")
+        nxt = vo._class_attr(mro[pos + 1 :], "load_weights")
         if nxt is None or not isinstance(nxt[2], ast.FunctionDef):
             break
         lrel, lcls, func = nxt
@@ -385,11 +436,19 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
     local = vo._function_locals(func)
     mapper_kw = None
     for n in ast.walk(func):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "load_weights":
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "load_weights"
+        ):
             mapper_kw = next((k.value for k in n.keywords if k.arg == "mapper"), mapper_kw)
     ev = vo._MapperEval(si.idx, code.base.WeightsMapper)
     try:
-        top = code.base.WeightsMapper() if mapper_kw is None else ev.eval(mapper_kw, lrel, lcls, local)
+        top = (
+            code.base.WeightsMapper()
+            if mapper_kw is None
+            else ev.eval(mapper_kw, lrel, lcls, local)
+        )
         if top is None:
             top = code.base.WeightsMapper()
     except vo._Unresolved as e:
@@ -404,19 +463,23 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
     base_cache = code.base.quant_classes["modelopt"].get_cache_scale_mapper()
     fp8_cache = code.base.quant_classes["fp8"].get_cache_scale_mapper()
     rotary = code.base.AutoWeightsLoader.REMOVE_UNUSED_ROTARY_EMBEDS_MAPPER
-    samples: dict[str, dict[str, Any]] = {}
+    empty = code.base.WeightsMapper()
+
+    def row(model_mapper: Any, name: str) -> list[str | None]:
+        out_row: list[str | None] = []
+        for cache in (base_cache, fp8_cache, None):
+            mapper = model_mapper | cache | rotary if cache is not None else model_mapper | rotary
+            res = mapper._map_name_with_shard(name)
+            out_row.append(None if res is None else res[0])
+        return out_row
+
+    samples: dict[str, list[str | None]] = {}
     for pfx in SAMPLE_PREFIXES:
         for sfx in SAMPLE_SUFFIXES:
             name = f"{pfx}.{sfx}"
-            row: dict[str, Any] = {}
-            for tag, cache in (("modelopt/ct", base_cache), ("fp8/quark", fp8_cache)):
-                merged = top | cache | rotary
-                res = merged._map_name_with_shard(name)
-                row[tag] = None if res is None else res[0]
-            row["no_quant_config"] = (
-                None if (r := (top | rotary)._map_name_with_shard(name)) is None else r[0]
-            )
-            samples[name] = row
+            mine = row(top, name)
+            if mine != row(empty, name):  # only where the model's mapper changes the name
+                samples[name] = mine
     out["sample_names"] = samples
     return out
 
@@ -424,7 +487,7 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
 def classify_registry(oracle: Any) -> dict[str, Any]:
     tree = oracle.tree
     code = oracle.code
-    vo = oracle_vo = __import__("sys").modules["kvscale_parity_vllm_oracle"]
+    oracle_vo = __import__("sys").modules["kvscale_parity_vllm_oracle"]
     si = StaticIndex(oracle_vo, tree)
     reg = tree.tree(REGISTRY)
     ns: dict[str, Any] = {"__builtins__": __builtins__}
@@ -436,8 +499,11 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
                     exec(tree.compile(REGISTRY, [node]), ns)
                 except Exception:
                     pass
-    registry = {a: v for a, v in (ns.get("_VLLM_MODELS") or {}).items()
-                if isinstance(v, tuple) and len(v) >= 2}
+    registry = {
+        a: v
+        for a, v in (ns.get("_VLLM_MODELS") or {}).items()
+        if isinstance(v, tuple) and len(v) >= 2
+    }
     hooks = code._config_hook_names if hasattr(code, "_config_hook_names") else {}
     if not hooks:
         code.config_hook("__none__")
@@ -479,10 +545,15 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
         top_chain = " ".join(r["top_loader"].get("load_weights", []))
         seen_loaders: set[str] = set()
         for lrel, lcls in reached["loaders"]:
-            fn = next(b for b in lcls.body if isinstance(b, ast.FunctionDef) and b.name == "load_weights")
+            fn = next(
+                b for b in lcls.body if isinstance(b, ast.FunctionDef) and b.name == "load_weights"
+            )
             key = _loc(lrel, fn)
-            if (f"({lcls.name}.load_weights)" in top_chain or key in seen_loaders
-                    or lrel == "model_executor/models/utils.py"):
+            if (
+                f"({lcls.name}.load_weights)" in top_chain
+                or key in seen_loaders
+                or lrel == "model_executor/models/utils.py"
+            ):
                 continue
             seen_loaders.add(key)
             facts = _loader_facts(si, lrel, fn)
@@ -496,7 +567,7 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
         if arch in executed:
             r["executed_by_oracle"] = executed[arch]
     # multimodal wrappers naming their text architecture: inherit its holders' class
-    for arch, r in results.items():
+    for r in results.values():
         lm = r.get("language_model") or []
         if r.get("holders") or not lm:
             continue
@@ -504,12 +575,8 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
         if len(lit) == 1:
             inner = ast.literal_eval(lit[0].split(" (", 1)[0])[0]
             inner_r = results.get(inner)
-            if inner_r is not None and inner_r.get("holders"):
+            if inner_r is not None:
                 r["language_model_class"] = f"{inner}: {inner_r['class_of_loader']}"
-                if r["class_of_loader"] in ("llama-like", "no-kv-holder") and inner_r[
-                    "class_of_loader"
-                ] not in ("llama-like",):
-                    r["class_of_loader"] = inner_r["class_of_loader"]
     counts: dict[str, int] = {}
     for r in results.values():
         counts[r["class_of_loader"]] = counts.get(r["class_of_loader"], 0) + 1
@@ -519,6 +586,7 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
         "vllm_sources_sha256": dict(sorted(tree.used.items())),
         "generator": "tests/parity/vllm_arch_oracle.py --classes-out",
         "method": " ".join(__doc__.split()),
+        "sample_names_columns": list(SAMPLE_COLUMNS),
         "classes": CLASS_MEANINGS,
         "confidence": CONFIDENCE,
         "counts": dict(sorted(counts.items())),
@@ -547,11 +615,10 @@ CLASS_MEANINGS = {
     "a KV method for it: scales 1.0)",
     "fixed-scales": "custom attention that only sets default scales (always 1.0)",
     "llama-like": "Attention with quant_config, top-level AutoWeightsLoader with a visible "
-    "quant_config: the top pass maps the sample KV names of model.layers.0.self_attn "
-    "(k_scale, k_proj.k_scale, kv_scale; k_proj.output_scale under fp8/Quark) to "
-    "model.layers.0.self_attn.attn.k_scale exactly as for LlamaForCausalLM. The inner "
-    "loaders and the real attention path (self_attn / mixer / attention) are listed, not "
-    "judged",
+    "quant_config, and the model's top-level mapper leaves the sample KV names of "
+    "model.layers.0.self_attn (k_scale, k_proj.k_scale, kv_scale, k_proj.output_scale) "
+    "exactly as LlamaForCausalLM's (no mapper) does. The inner loaders and the real "
+    "attention path (self_attn / mixer / attention) are listed, not judged",
     "attention-renamed": "Attention with quant_config, AutoWeightsLoader at the top, but the "
     "top pass maps the sample KV names differently from Llama (model mapper renames or "
     "stacked rules first: see sample_names)",
@@ -560,6 +627,11 @@ CLASS_MEANINGS = {
     "attention-no-quant-visible": "Attention with quant_config, but the top-level "
     "AutoWeightsLoader finds no quant_config: no cache-scale mapper, no ignored suffixes",
     "dynamic": "mapper extended at runtime (Transformers backend) or not statically evaluable",
+    "multimodal-wrapper": "builds its text model with init_vllm_registered_model (the "
+    "architecture named by `architectures=` or by the text sub-config): the wrapper's mapper "
+    "(prefix renames such as model.language_model. -> language_model.model.) and its "
+    "top-level cache-scale pass run first, then the text architecture's own loader "
+    "(language_model_class when literal)",
     "unresolved": "class, load_weights or mapper could not be resolved statically",
 }
 
@@ -588,9 +660,7 @@ def _class_label(r: Mapping[str, Any]) -> str:
             return "mla-custom"
         if custom:
             return "fixed-scales"
-        if r.get("language_model"):
-            return "llama-like" if top.get("kind") == "AutoWeightsLoader" else "attention-custom-loader"
-        return "no-kv-holder"
+        return "multimodal-wrapper"
     if any(k.startswith("MLAAttention") for k in kinds):
         return "mla"
     if any(h["quant_config"] in ("absent", "None") for h in holders):
@@ -600,11 +670,12 @@ def _class_label(r: Mapping[str, Any]) -> str:
     if str(top.get("quant_config_source", "")).startswith("none"):
         return "attention-no-quant-visible"
     samples = top.get("sample_names", {})
+    # the sample names the model mapper renames away from Llama's result
     p = "model.layers.0.self_attn"
-    llama_like = all(
-        samples.get(f"{p}.{s}", {}).get("modelopt/ct") == f"{p}.attn.k_scale"
-        for s in ("k_scale", "k_proj.k_scale", "kv_scale")
-    ) and samples.get(f"{p}.k_proj.output_scale", {}).get("fp8/quark") == f"{p}.attn.k_scale"
+    llama_like = not any(
+        f"{p}.{sfx}" in samples
+        for sfx in ("k_scale", "k_proj.k_scale", "kv_scale", "k_proj.output_scale")
+    )
     return "llama-like" if llama_like else "attention-renamed"
 
 
