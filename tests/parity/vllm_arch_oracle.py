@@ -1190,6 +1190,16 @@ def build_deepseek_v32(mf: ModelFiles, dsv2: Mapping[str, type], *, amd: bool) -
     """vllm/models/deepseek_v32: the CUDA (nvidia/) or ROCm (amd/) package the registry
     entry resolves to on that platform (models/deepseek_v32/__init__.py)."""
     t = mf.tree
+    # the package picks nvidia/ on CUDA, amd/ on ROCm (the oracle's ocp / fnuz platforms)
+    dispatch = ast.unparse(t.tree(F_DSV32_INIT))
+    for needed in (
+        "is_cuda()",
+        "from .nvidia.model import DeepseekV32ForCausalLM",
+        "is_rocm()",
+        "from .amd.model import DeepseekV32ForCausalLM",
+    ):
+        if needed not in dispatch:
+            raise LookupError(f"vLLM source changed: {F_DSV32_INIT} lacks {needed!r}")
     is_quantized_kv_cache = mf.code.ns[vo.F_KVI]["is_quantized_kv_cache"]
     ns_attn = mf.ns(
         DeepseekV2Config=_annotation("DeepseekV2Config"),
