@@ -826,6 +826,22 @@ class VllmCode:
             ns_conv,
         )
 
+        # The per-file namespaces, for oracles that execute more of vLLM on top of these
+        # (tests/parity/vllm_arch_oracle.py: MLA, more quant configs and architectures).
+        self.namespaces: dict[str, dict[str, Any]] = {
+            F_BASE: ns_bc,
+            F_KVC: ns_kc,
+            F_ATTN: ns_at,
+            F_CT: ns_ct,
+            F_FP8: ns_fp8,
+            F_QUARK: ns_qk,
+            F_MODELOPT: ns_mo,
+            F_MUTILS: ns_mu,
+            F_WUTILS: ns_wu,
+            F_KVI: ns_kvi,
+            F_TORCH_UTILS: ns_tu,
+        }
+
         # --- model load_weights / hf_to_vllm_mapper -------------------------------------
         self.models = build_model_classes(self)
 
