@@ -216,10 +216,10 @@ class DtypeCode:
         self.logger = code.logger
         ns = code.namespaces
         ns_kvi, ns_at, ns_mo, ns_mu = (
-            ns["kv_cache_interface"],
-            ns["attention"],
-            ns["modelopt"],
-            ns["models_utils"],
+            ns[vo.F_KVI],
+            ns[vo.F_ATTN],
+            ns[vo.F_MODELOPT],
+            ns[vo.F_MUTILS],
         )
         self.KVQuantMode = ns_kvi["KVQuantMode"]
         self.get_kv_quant_mode = ns_kvi["get_kv_quant_mode"]
@@ -371,7 +371,7 @@ class DtypeCode:
             ),
         )
         self.ns_engine = base(
-            resolve_kv_cache_dtype_string=code.namespaces["torch_utils"][
+            resolve_kv_cache_dtype_string=code.namespaces[vo.F_TORCH_UTILS][
                 "resolve_kv_cache_dtype_string"
             ]
         )
@@ -1376,7 +1376,7 @@ class VllmLinker:
             "is_quantized_kv_cache",
             "kv_cache_uses_per_token_head_scales",
         ):
-            kvi[k] = self.d.code.namespaces["kv_cache_interface"][k]
+            kvi[k] = self.d.code.namespaces[vo.F_KVI][k]
 
     def module(self, rel: str) -> _LazyModule:
         mod = self._modules.get(rel)

@@ -826,9 +826,11 @@ class VllmCode:
             ns_conv,
         )
 
-        # The per-file namespaces, for oracles that execute more of vLLM on top of these
-        # (tests/parity/vllm_arch_oracle.py: MLA, more quant configs and architectures).
+        # The per-file namespaces, keyed by file, for oracles that execute more of vLLM on top
+        # of these (vllm_arch_oracle.py: MLA, more quant configs and architectures;
+        # vllm_dtype_oracle.py: ModelOptNvFp4Config next to ModelOptFp8Config, ...).
         self.namespaces: dict[str, dict[str, Any]] = {
+            F_CACHE_CFG: ns_cache,
             F_BASE: ns_bc,
             F_KVC: ns_kc,
             F_ATTN: ns_at,
@@ -845,18 +847,6 @@ class VllmCode:
         # --- model load_weights / hf_to_vllm_mapper -------------------------------------
         self.models = build_model_classes(self)
 
-        # The per-file namespaces, for oracles that add vLLM definitions to them
-        # (vllm_dtype_oracle.py: ModelOptNvFp4Config next to ModelOptFp8Config, ...).
-        self.namespaces: dict[str, dict[str, Any]] = {
-            "kv_cache_interface": ns_kvi,
-            "config_cache": ns_cache,
-            "attention": ns_at,
-            "kv_cache": ns_kc,
-            "base_config": ns_bc,
-            "models_utils": ns_mu,
-            "modelopt": ns_mo,
-            "torch_utils": ns_tu,
-        }
 
         # --- modules for the local imports inside vLLM's functions ---------------------
         self.stub_modules = {
