@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -61,6 +61,12 @@ class KindStats:
     data: str
     """``activations``, ``model`` or ``synthetic``."""
     failures: tuple[str, ...] = ()
+    zero_blocks: float | None = None
+    """NVFP4: the fraction of 16-value blocks stored with a zero block scale although they held
+    a nonzero value (None for other formats)."""
+    saturated_blocks: float | None = None
+    """NVFP4: the fraction of blocks whose scale saturates at e4m3's 448 or whose values clip
+    at e2m1's 6 (None for other formats)."""
 
     @property
     def passed(self) -> bool:
@@ -104,16 +110,7 @@ def synthetic_activations(
 
 
 def with_failure(stats: KindStats, reason: str) -> KindStats:
-    return KindStats(
-        stats.scale,
-        stats.absmax,
-        stats.saturated,
-        stats.underflow,
-        stats.rel_rms_error,
-        stats.mismatched_bytes,
-        stats.data,
-        (*stats.failures, reason),
-    )
+    return replace(stats, failures=(*stats.failures, reason))
 
 
 def run_layer(
