@@ -206,3 +206,17 @@ def test_bad_activations_shape_is_exit_2(tmp_path: Path) -> None:
 def test_tokens_out_of_range() -> None:
     result = runner.invoke(app, ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--tokens", "0"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("dtype", ["nvfp4", "int8_per_token_head", "turboquant_k8v4", "fp8_inc"])
+def test_a_format_verify_cannot_write_is_refused_not_measured_as_fp8(dtype: str) -> None:
+    result = runner.invoke(
+        app,
+        ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--kv-cache-dtype", dtype, "--json"],
+    )
+    assert result.exit_code == 2 and result.stdout == ""
+    assert (
+        f"kvscale verify cannot measure --kv-cache-dtype {dtype}: its cache is not written by "
+        "the FP8 per-tensor write that verify runs" in result.stderr
+    )
+    assert "verify measures fp8, fp8_e4m3, fp8_e5m2" in result.stderr

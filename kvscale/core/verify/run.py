@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,12 @@ from kvscale.errors import (
     require,
 )
 from kvscale.io.safetensors import read_header
-from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.kernel.formats import (
+    FP8Format,
+    UnknownKVCacheDtypeError,
+    known_kv_cache_dtypes,
+    resolve_kv_cache_dtype,
+)
 from kvscale.limits import MAX_VERIFY_ELEMENTS
 from kvscale.progress import ProgressEvent, ProgressFn
 
@@ -211,11 +216,30 @@ def _fmt_for(kv_cache_dtype: str, platform: str) -> tuple[str, FP8Format]:
     return kv.name, kv.fp8
 
 
+def require_measurable(kv_cache_dtype: str, engine_dtypes: Sequence[str]) -> None:
+    """verify runs the FP8 per-tensor cache write (an unquantized target as that write); a
+    target whose KV-cache dtype is another format (NVFP4, per-token-head, TurboQuant, ...) is
+    refused, never measured as FP8."""
+    try:
+        resolve_kv_cache_dtype(kv_cache_dtype)
+    except UnknownKVCacheDtypeError:
+        known = set(known_kv_cache_dtypes())
+        fp8 = [d for d in engine_dtypes if d in known and resolve_kv_cache_dtype(d).quantized]
+        raise UsageError(
+            f"kvscale verify cannot measure --kv-cache-dtype {kv_cache_dtype}: its cache is not "
+            "written by the FP8 per-tensor write that verify runs",
+            hint=f"verify measures {', '.join(fp8)} (an unquantized cache as fp8); kvscale "
+            f"inspect --kv-cache-dtype {kv_cache_dtype} shows what that format does with the "
+            "scales",
+        ) from None
+
+
 def verify_target(
     path: str | os.PathLike[str], options: VerifyOptions, progress: ProgressFn | None = None
 ) -> VerifyResult:
     options.engine.rules.require("verify")
     target = load_target(path, options.engine, revision=options.revision)
+    require_measurable(target.kv_cache_dtype, options.engine.rules.kv_cache_dtypes)
     notes = list(target.notes)
     kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
     if kv_name != target.kv_cache_dtype:
