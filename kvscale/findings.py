@@ -439,7 +439,9 @@ def model_problems(
     if (
         any_sources
         and not settings.uses_kv_scales
-        and model_use is not ScaleUse.IN_CACHE
+        # the layers the dtype applies to keep an unquantized cache (not a format that reads
+        # no scales, nor every layer kept out by the skip list: layers-kept-unquantized)
+        and model_use is ScaleUse.NONE
         and settings.refusal is None
         and settings.engine_path is not EnginePath.NONE
     ):
@@ -501,7 +503,16 @@ def _cache_problems(
     per-tensor divide: layers kept unquantized, self-scaled formats, MLA's unread v_scale, and
     skip entries that match nothing."""
     out: list[Problem] = []
-    kept = [lay for lay in layers if lay.cache is not None and lay.cache.skipped_by]
+    # A skipped layer a sparse MLA backend serves as fp8_ds_mla after all is not kept
+    # unquantized (its format says so).
+    kept = [
+        lay
+        for lay in layers
+        if lay.cache is not None
+        and lay.cache.skipped_by
+        and lay.cache.scale_use is ScaleUse.NONE
+        and lay.rule is not Rule.ERROR
+    ]
     if kept:
         reasons = sorted(
             {lay.cache.skipped_by for lay in kept if lay.cache and lay.cache.skipped_by}

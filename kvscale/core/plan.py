@@ -560,7 +560,7 @@ def plan_model(
         # per-head scales only some honour), or when the user chose one.
         backend = options.engine.attention_backend
         needs = chosen.candidate.backends
-        if backend is None and needs and set(needs) < set(engine.attention_backends):
+        if backend is None and needs and engine.default_attention_backend not in needs:
             backend = needs[0]
         flags = engine.serve_command(
             checkpoint,

@@ -143,10 +143,18 @@ class EngineSettings:
     model_dtype: str
     num_heads: int | None = None
     num_kv_heads: int | None = None
+    head_size: int | None = None
+    """The size of what each KV head caches (MLA: the latent row), where the engine's backend
+    choice depends on it."""
     ct_strategy: str | None = None
     ct_has_config_groups: bool = True
     refusal: str | None = None
-    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
+    """A model-level refusal (bad scheme, a float KV cache against the model dtype, ...) that
+    applies to every layer."""
+    dtype_refusals: Mapping[str, str] = field(default_factory=dict)
+    """Layer KV-cache dtype -> the engine's refusal of a layer that gets it with this
+    checkpoint (vLLM: ``fp8_e5m2`` with FP8 scales; a layer the skip list keeps at ``auto``
+    escapes it)."""
     uses_kv_scales: bool = True
     """The effective KV-cache dtype is quantized per tensor, so k/v scales are used."""
     scale_dtype: str = "float32"
@@ -167,13 +175,16 @@ class EngineSettings:
         return self.platform == "fnuz"
 
     def for_layer(self, cache: LayerCache) -> EngineSettings:
-        """These settings as one layer sees them: its own KV-cache dtype."""
-        if cache.kv_cache_dtype == self.kv_cache_dtype:
+        """These settings as one layer sees them: its own KV-cache dtype, and the refusal that
+        dtype meets."""
+        refusal = self.refusal or self.dtype_refusals.get(cache.kv_cache_dtype)
+        if cache.kv_cache_dtype == self.kv_cache_dtype and refusal == self.refusal:
             return self
         return replace(
             self,
             kv_cache_dtype=cache.kv_cache_dtype,
             uses_kv_scales=cache.format.scale_use.reads_checkpoint,
+            refusal=refusal,
         )
 
 
@@ -334,6 +345,10 @@ class Engine(ABC):
         ["inspect", "diff", "normalize", "verify", "calibrate", "plan"]
     )
     """The kvscale commands whose questions this engine's rules answer."""
+    default_attention_backend: str | None = None
+    """The backend the engine picks for a model when none is named, where that is fixed (vLLM on
+    NVIDIA GPUs: FLASH_ATTN for an MHA model); a plan names a backend only when it needs
+    another."""
     supports_skip_layers: bool = False
     """The engine can keep chosen layers' KV cache unquantized (vLLM's
     ``--kv-cache-dtype-skip-layers``)."""

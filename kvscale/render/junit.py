@@ -158,6 +158,7 @@ CHECKS: tuple[Check, ...] = (
             "scales-never-used",
             "backend-refuses-scale",
             "backend-unsupported-dtype",
+            "no-in-tree-backend",
         ),
     ),
     # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.

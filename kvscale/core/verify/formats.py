@@ -39,15 +39,15 @@ def verifiable(fmt: CacheFormat) -> bool:
     return fmt.scale_use is ScaleUse.NONE or fmt.reference is not None
 
 
-def refuse_unverifiable(formats: Sequence[CacheFormat], dtypes: Sequence[str]) -> None:
-    """A format kvscale cannot write is refused before anything runs (never measured as FP8)."""
+def refuse_unverifiable(formats: Sequence[CacheFormat], measurable: Sequence[str]) -> None:
+    """A format kvscale cannot write is refused before anything runs (never measured as FP8);
+    ``measurable`` names the engine's dtypes verify can measure, for the hint."""
     missing = sorted({f.name for f in formats if not verifiable(f)})
     if missing:
         raise UsageError(
             f"kvscale has no reference writer for {', '.join(missing)}: verify cannot measure "
             "what that cache stores",
-            hint="verify FP8 per tensor, NVFP4, the per-token-head formats or an unquantized "
-            "cache; --kv-cache-dtype one of: " + ", ".join(dtypes),
+            hint="--kv-cache-dtype one of: " + ", ".join(measurable),
         )
 
 

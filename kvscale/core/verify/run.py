@@ -26,6 +26,7 @@ from kvscale.core.verify.formats import (
     self_scaled_layer,
     synthetic_for,
     unquantized_layer,
+    verifiable,
 )
 from kvscale.core.verify.model_run import ModelEval, ModelOptions, run_model
 from kvscale.core.verify.stats import (
@@ -47,7 +48,10 @@ from kvscale.errors import (
     require,
 )
 from kvscale.io.safetensors import read_header
-from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.kernel.formats import (
+    FP8Format,
+    resolve_kv_cache_dtype,
+)
 from kvscale.limits import MAX_VERIFY_ELEMENTS
 from kvscale.progress import ProgressEvent, ProgressFn
 
@@ -232,7 +236,7 @@ def verify_target(
     target = load_target(path, options.engine, revision=options.revision)
     notes = list(target.notes)
     formats = [layer.cache.format for layer in target.layers if layer.cache is not None]
-    refuse_unverifiable(formats, _engine_dtypes(options))
+    refuse_unverifiable(formats, _measurable_dtypes(options, target.platform))
     # FP8 layers are written by the FP8 kernels in the FP8 encoding of the target's dtype; the
     # other formats have their own writers (core/verify/formats.py).
     kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
@@ -382,8 +386,9 @@ def verify_target(
     )
 
 
-def _engine_dtypes(options: VerifyOptions) -> tuple[str, ...]:
-    return tuple(options.engine.rules.kv_cache_dtypes)
+def _measurable_dtypes(options: VerifyOptions, platform: str) -> tuple[str, ...]:
+    rules = options.engine.rules
+    return tuple(d for d in rules.kv_cache_dtypes if verifiable(rules.cache_format(d, platform)))
 
 
 def _other_format_layer(
