@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """How every registered SGLang 0.5.23 architecture loads a checkpoint's KV-scale tensors.
 
-    python tests/parity/sglang_architectures.py --sglang-src /work/scratch/sglang/src --write
-    python tests/parity/sglang_architectures.py --sglang-src /work/scratch/sglang/src --check
-    (--json FILE writes the evidence: every outcome with its file:line; about a minute)
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sglang_dl/src \
+        --out tests/parity/sglang_architectures.json      # about a minute
+    python tests/parity/render_tables.py                 # -> kvscale/engine/sglang/architectures.py
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sglang_dl/src --check
 
 SGLang's architectures do not share one loader: Llama's ``_legacy_load_weights`` calls
 ``maybe_remap_kv_scale_name`` before its stacked q/k/v -> qkv_proj rename, Qwen2's never calls
 it, Gemma2 renames first and indexes ``params_dict`` without a check, DeepSeek renames
 ``k_proj`` to ``attn_mqa``... This script finds out which, for every architecture of the model
 registry (every ``EntryClass`` of ``srt/models/*.py``), by *running* each one's own
-``load_weights`` on KV-scale tensor names, and writes ``kvscale/engine/sglang/architectures.py``
-(``--write``) or checks that the committed one is what the source gives (``--check``; also
-``tests/test_sglang_parity.py -k architectures_up_to_date`` with ``KVSCALE_SGLANG_SRC`` set).
-The parity oracle (``sglang_oracle.py``) uses the same machinery to run these loaders on its
-cases with SGLang's real RadixAttention and quant configs.
+``load_weights`` on KV-scale tensor names, and writes the evidence
+(``tests/parity/sglang_architectures.json``: every outcome with its file:line, and the sha256
+of every SGLang file read); ``tests/parity/render_tables.py`` renders
+``kvscale/engine/sglang/architectures.py`` from it. ``--check`` (also
+``tests/parity/test_tables.py`` with ``KVSCALE_SGLANG_SRC`` set) re-derives the evidence and
+compares. The parity oracle (``sglang_oracle.py``) uses the same machinery to run these
+loaders on its cases with SGLang's real RadixAttention and quant configs.
 
 How the code is run (nothing of SGLang is installed or copied; it is read from the extracted
 wheel at run time):
@@ -58,11 +61,11 @@ wheel at run time):
   what SGLang logged (messages that name the other layer are whole-model summaries and left
   out), or the exception that stopped the load, each with its file:line.
 
-Architectures with the same outcomes (names templated: ``{prefix}``, ``{layer}``, ``{name}``)
-share a loader class, named after one of them (``PREFERRED``). kvscale routes checkpoint names
-of those classes by the recorded outcomes (``kvscale.engine.sglang.names.route_recorded``);
-LlamaForCausalLM's class through ``names.remap``, which ``tests/test_sglang_parity.py`` checks
-against the recorded outcomes.
+The renderer groups architectures with the same outcomes (names templated: ``{prefix}``,
+``{layer}``, ``{name}``) into loader classes. kvscale routes checkpoint names of those classes
+by the recorded outcomes (``kvscale.engine.sglang.names.route_recorded``); LlamaForCausalLM's
+class through ``names.remap``, which ``tests/test_sglang_parity.py`` checks against the
+recorded outcomes.
 """
 
 from __future__ import annotations
@@ -88,8 +91,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-TABLE = REPO / "kvscale" / "engine" / "sglang" / "architectures.py"
-SCHEMA = "kvscale.sglang-architectures/1"
+EVIDENCE = HERE / "sglang_architectures.json"
+SCHEMA = "kvscale.sglang-architectures/2"
 
 PREFIX = "model.layers.0.self_attn"
 LAYER = "model.layers.0"
@@ -1372,374 +1375,113 @@ def _load_module(name: str, file: str) -> types.ModuleType:
 
 
 # ======================================================================================
-# Loader classes, the table, the check
+# The evidence file
 # ======================================================================================
 
-PREFERRED = (
-    "LlamaForCausalLM",
-    "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM",
-    "Gemma2ForCausalLM",
-    "GemmaForCausalLM",
-    "Gemma3ForCausalLM",
-    "Gemma4ForCausalLM",
-    "DeepseekV3ForCausalLM",
-    "MixtralForCausalLM",
-    "Qwen2MoeForCausalLM",
-    "Glm4ForCausalLM",
-    "GraniteForCausalLM",
-    "CohereForCausalLM",
-    "Starcoder2ForCausalLM",
-    "Olmo2ForCausalLM",
-    "ArceeForCausalLM",
-)
-"""Which architecture names a loader class (the first of these in it, else the first by
-name): the class is "loads like <name>"."""
-
-
-def template(text: str | None) -> str | None:
-    """A recorded name or message with the probe's attention prefix written ``{prefix}`` and
-    its decoder layer ``{layer}`` (kvscale substitutes the real ones)."""
-    if text is None:
-        return None
-    return text.replace(PREFIX, "{prefix}").replace(LAYER, "{layer}")
-
-
-def templated(o: Outcome, tail: str) -> tuple[str, str | None, str | None]:
-    """The outcome with the probe's own name written ``{name}`` in the message, then the
-    prefix and layer templated (so one message serves every tensor of a convention)."""
-    message = o.message
-    if message is not None:
-        message = re.sub(re.escape(f"{PREFIX}.{tail}") + r"(?![\w.])", "{name}", message)
-    return (o.kind, template(o.target), template(message))
-
-
-def class_table(r: ArchResult) -> dict[str, dict[str, tuple[str, str | None, str | None]]]:
-    return {v: {t: templated(o, t) for t, o in outs.items()} for v, outs in r.outcomes.items()}
-
-
-def _freeze(table: dict[str, Any]) -> str:
-    return json.dumps(table, sort_keys=True)
-
-
-def describe(table: dict[str, dict[str, tuple[str, str | None, str | None]]]) -> dict[str, str]:
-    """Features of a loader class, read off its outcomes (with KV-scale parameters):
-
-    * family: ``remap-first`` (``<prefix>.k_scale`` and ModelOpt's ``k_proj.k_scale`` load:
-      ``maybe_remap_kv_scale_name`` runs before the stacked rename, like Llama),
-      ``remap-after-stacked`` (``<prefix>.k_scale`` goes through the remap, ``k_proj.*`` is
-      renamed to ``qkv_proj`` first), ``no-remap`` (only the parameter's own name loads),
-      ``attn-mqa`` (DeepSeek: ``k_proj`` -> ``attn_mqa``);
-    * missing: what a name no parameter takes does (``warns`` / ``silent`` / ``raises``);
-    * k_proj: what ModelOpt's ``k_proj.k_scale`` does (``load`` / ``drop`` / ``raise``)."""
-    kv = table["kv"]
-    modelopt = kv["k_proj.k_scale"]
-    plain = kv["k_scale"]
-    if modelopt[0] == "load" and modelopt[1] and "attn_mqa" in modelopt[1]:
-        family = "attn-mqa"
-    elif plain[0] == "load" and modelopt[0] == "load":
-        family = "remap-first"
-    elif plain[0] == "load":
-        family = "remap-after-stacked"
-    else:
-        family = "no-remap"
-    unknown = table["nokv"]["kvscale_unknown_scale"]
-    missing = {"raise": "raises", "drop": "warns" if unknown[2] else "silent"}.get(unknown[0], "?")
-    return {"family": family, "missing": missing, "k_proj": modelopt[0]}
+VARIANT_MEANING = {
+    "kv": "the RadixAttention modules hold float32 k_scale/v_scale parameters (sentinel -1), as "
+    "BaseKVCacheMethod.create_weights makes them when the quant config gives a KV method",
+    "nokv": "no KV-cache scale parameters (no KV method)",
+}
 
 
 def derive(src: str, archs: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run every registered architecture; group them into loader classes."""
+    """Run every registered architecture's loader; the evidence document."""
     h = Harness(src)
-    entries = h.entry_classes()
     results: dict[str, ArchResult] = {}
-    for arch, (file, cls) in entries.items():
+    for arch, (file, cls) in h.entry_classes().items():
         if archs and arch not in archs:
             continue
         results[arch] = h.run(arch, file, cls)
-    return classify(
-        {
-            "schema": SCHEMA,
+    used = {**h.tree.used, **h.world.used}
+    return {
+        "schema": SCHEMA,
+        "provenance": {
             "sglang_version": h.tree.version(),
-            "sources_sha256": dict(sorted(h.world.used.items())),
-            "results": results,
+            "sglang_sources_sha256": dict(sorted(used.items())),
+            "generator": "tests/parity/sglang_architectures.py",
+        },
+        "probe": {
+            "prefix": PREFIX,
+            "layer": LAYER,
+            "tails": list(PROBES),
+            "variants": VARIANT_MEANING,
+            "background": "every projection (q/k/v/o, gate/up/down with weight, weight_scale, "
+            "input_scale), norm and embedding of a two-layer Llama-like model, loaded before "
+            "each probe",
+        },
+        "architectures": {a: _arch_evidence(r) for a, r in sorted(results.items())},
+    }
+
+
+def _arch_evidence(r: ArchResult) -> dict[str, Any]:
+    """One architecture: where its class and loader are, and each probe's outcome with the
+    KV-scale parameters (``kv``) and, where different, without (``nokv_differs``)."""
+    out: dict[str, Any] = {
+        "file": r.file,
+        "class_site": r.cls_site,
+        "loader_site": r.loader_site,
+        "status": r.status,
+        "reason": r.reason,
+        "radix": list(r.radix),
+        "stub_attrs": r.stub_attrs,
+        "config_attrs": r.config_attrs,
+    }
+    if r.outcomes:
+        kv, nokv = r.outcomes["kv"], r.outcomes["nokv"]
+        out["kv"] = {t: kv[t].to_json() for t in PROBES}
+        out["nokv_differs"] = {
+            t: nokv[t].to_json() for t in PROBES if nokv[t].to_json() != kv[t].to_json()
         }
-    )
+    return out
 
 
-def classify(doc: dict[str, Any]) -> dict[str, Any]:
-    groups: dict[str, list[str]] = {}
-    tables: dict[str, Any] = {}
-    for arch, r in doc["results"].items():
-        if r.status != "probed":
-            continue
-        t = class_table(r)
-        key = _freeze(t)
-        groups.setdefault(key, []).append(arch)
-        tables[key] = t
-    classes: dict[str, dict[str, Any]] = {}
-    arch_class: dict[str, str] = {}
-    for key, members in groups.items():
-        members = sorted(members)
-        name = next((p for p in PREFERRED if p in members), members[0])
-        classes[name] = {"members": members, "table": tables[key], **describe(tables[key])}
-        for m in members:
-            arch_class[m] = name
-    return {**doc, "classes": dict(sorted(classes.items())), "arch_class": arch_class}
+def dumps(doc: dict[str, Any]) -> str:
+    """The evidence as JSON text: one line per probe outcome (the file stays readable and
+    diffs stay small), everything above it indented."""
 
+    def enc(value: Any, depth: int, indent: str) -> str:
+        if not isinstance(value, dict) or not value or depth >= 4:
+            return json.dumps(value, ensure_ascii=False)
+        inner = indent + " "
+        items = [f"{inner}{json.dumps(k)}: {enc(v, depth + 1, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
 
-def _sites(r: ArchResult) -> str:
-    """The file:line of each behaviour the table mirrors for one architecture."""
-    seen: dict[str, set[str]] = {}
-    for outs in r.outcomes.values():
-        for o in outs.values():
-            if o.remap_site:
-                seen.setdefault("remap", set()).add(o.remap_site)
-            if o.site:
-                role = {"load": "load", "drop": "log", "raise": "raise"}[o.kind]
-                if o.kind == "drop" and not o.message:
-                    continue
-                seen.setdefault(role, set()).add(o.site)
-    parts = []
-    for role in ("remap", "load", "log", "raise"):
-        if role in seen:
-            parts.append(f"{role} {', '.join(sorted(seen[role], key=_site_key))}")
-    return "; ".join(parts)
-
-
-def _site_key(site: str) -> tuple[str, int]:
-    f, _, line = site.rpartition(":")
-    return (f, int(line) if line.isdigit() else 0)
-
-
-def _short(site: str | None) -> str:
-    return (site or "?").removeprefix("srt/models/")
-
-
-def render(doc: dict[str, Any]) -> str:
-    """The text of kvscale/engine/sglang/architectures.py."""
-    results: dict[str, ArchResult] = doc["results"]
-    classes = doc["classes"]
-    messages: list[str] = []
-    index: dict[str, int] = {}
-
-    def msg(m: str | None) -> str:
-        if m is None:
-            return "None"
-        if m not in index:
-            index[m] = len(messages)
-            messages.append(m)
-        return str(index[m])
-
-    digest = hashlib.sha256(_freeze(doc["sources_sha256"]).encode()).hexdigest()
-    head = [
-        '"""SGLang 0.5.23: how each registered architecture\'s ``load_weights`` treats KV-scale',
-        "tensor names (generated: do not edit).",
-        "",
-        "Written by ``tests/parity/sglang_architectures.py --write``, which runs every",
-        "architecture's own loader (from the SGLang source tree) on one tensor of each naming",
-        "convention (``PROBE_TAILS``, under ``model.layers.0.self_attn``) in a model with",
-        "KV-cache scale parameters (``kv``: a KV-cache quant method exists) and without, and",
-        "records what happened: loaded into which parameter, dropped (with what SGLang logged,",
-        "or silently), or the exception that stops the model from loading. Architectures with",
-        "the same record share a loader class, named after one of them.",
-        "``tests/test_sglang_parity.py -k architectures_up_to_date`` re-derives this file from",
-        "the source tree (``KVSCALE_SGLANG_SRC``).",
-        "",
-        "Outcomes are ``(kind, target, message)``: kind ``load`` / ``drop`` / ``raise``; target",
-        "the parameter (``{prefix}`` = the checkpoint's attention prefix, ``{layer}`` = its",
-        "decoder layer); message an index into ``MESSAGES`` (``{name}``: the tensor's name).",
-        "Comments give, per architecture, the file:line of its ``load_weights`` (under",
-        "``sglang/srt/models/``) and of each behaviour mirrored (under ``sglang/``): the remap",
-        "call, the parameter load, the log line, the raise.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "from kvscale.engine.sglang.names import Arch, LoaderClass",
-        "",
-        f'SGLANG_VERSION = "{doc["sglang_version"]}"',
-        f'SOURCES_SHA256 = "{digest}"',
-        '"""sha256 over the sha256 of every SGLang source file executed to derive this table."""',
-        "",
-        "PROBE_TAILS: tuple[str, ...] = (",
-        *[f'    "{t}",' for t in PROBES],
-        ")",
-        "",
-    ]
-    body = ["LOADER_CLASSES: dict[str, LoaderClass] = {"]
-    for name, c in classes.items():
-        kv, nokv = c["table"]["kv"], c["table"]["nokv"]
-        body += _comment(f"{len(c['members'])} architectures: {', '.join(c['members'])}", "    ")
-        body.append(f'    "{name}": LoaderClass(')
-        body.append(f'        family="{c["family"]}",')
-        body.append(f'        missing="{c["missing"]}",')
-        body.append(f'        k_proj="{c["k_proj"]}",')
-        body.append("        kv={")
-        for t in PROBES:
-            k, tgt, m = kv[t]
-            body.append(f'            "{t}": ("{k}", {_py(tgt)}, {msg(m)}),')
-        body.append("        },")
-        diff = {t: nokv[t] for t in PROBES if nokv[t] != kv[t]}
-        if diff:
-            body.append("        nokv_differs={")
-            for t, (k, tgt, m) in diff.items():
-                body.append(f'            "{t}": ("{k}", {_py(tgt)}, {msg(m)}),')
-            body.append("        },")
-        else:
-            body.append("        nokv_differs={},")
-        body.append("    ),")
-    body.append("}")
-    body.append("")
-    body.append("ARCHITECTURES: dict[str, Arch] = {")
-    for arch, r in sorted(results.items()):
-        if r.status != "probed":
-            continue
-        sites = _sites(r)
-        body += _comment(
-            f"{_short(r.loader_site)} load_weights" + (f"; {sites}" if sites else ""), "    "
-        )
-        if r.stub_attrs or r.config_attrs:
-            stubbed = ", ".join(
-                [*(f"self.{a}" for a in r.stub_attrs), *(f"config.{a}" for a in r.config_attrs)]
-            )
-            body += _comment(f"(answered by the harness's stub: {stubbed})", "    ")
-        radix = ", ".join(f'"{x}"' for x in r.radix) + ("," if len(r.radix) == 1 else "")
-        site = _short(r.loader_site)
-        args = f'"{doc["arch_class"][arch]}", ({radix}), "{site}"'
-        line = f'    "{arch}": Arch({args}),'
-        if len(line) <= WIDTH + 1:
-            body.append(line)
-        else:  # as ruff format wraps it
-            body += [f'    "{arch}": Arch(', f"        {args}", "    ),"]
-    body.append("}")
-    body.append("")
-    body.append("NOT_PROBED: dict[str, str] = {")
-    body += _comment(
-        "the harness could not run these loaders on a standard decoder layout (other "
-        "checkpoint names, a sub-model built in __init__, a draft model); kvscale applies "
-        "LlamaForCausalLM's rules to them and says so",
-        "    ",
-    )
-    for arch, r in sorted(results.items()):
-        if r.status == "probed":
-            continue
-        body += _string_entry(f'"{arch}": ', f"{r.file}: {r.reason or ''}", "    ")
-    body.append("}")
-    out = [*head, "MESSAGES: tuple[str, ...] = ("]
-    for i, m in enumerate(messages):
-        out += _comment(str(i), "    ")
-        out += _string_entry("", m, "    ")
-    out += [")", ""]
-    return "\n".join(out + body) + "\n"
-
-
-WIDTH = 99
-
-
-def _py(value: str | None) -> str:
-    return "None" if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def _comment(text: str, indent: str) -> list[str]:
-    words = text.split(" ")
-    lines: list[str] = []
-    line = ""
-    for w in words:
-        if line and len(indent) + 2 + len(line) + 1 + len(w) > WIDTH:
-            lines.append(f"{indent}# {line}")
-            line = w
-        else:
-            line = f"{line} {w}" if line else w
-    lines.append(f"{indent}# {line}")
-    return lines
-
-
-def _string_entry(key: str, value: str, indent: str) -> list[str]:
-    """``key + "value",`` wrapped into implicitly concatenated pieces of at most WIDTH."""
-    one = f"{indent}{key}{_py(value)},"
-    if len(one) <= WIDTH:
-        return [one]
-    inner = indent + "    "
-    room = WIDTH - len(inner) - 3
-    pieces: list[str] = []
-    rest = value
-    while rest:
-        cut = len(rest)
-        while len(_py(rest[:cut])) > room:
-            space = rest.rfind(" ", 0, cut - 1)
-            cut = space + 1 if space > 0 and len(_py(rest[: space + 1])) <= room else cut - 1
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    return [f"{indent}{key}(", *[f"{inner}{_py(p)}" for p in pieces], f"{indent}),"]
+    return enc(doc, 0, "") + "\n"
 
 
 def summary(doc: dict[str, Any]) -> str:
-    results = doc["results"]
-    probed = sum(1 for r in results.values() if r.status == "probed")
-    fam: collections.Counter[str] = collections.Counter()
-    for c in doc["classes"].values():
-        fam[c["family"]] += len(c["members"])
-    lines = [
-        f"SGLang {doc['sglang_version']}: {len(results)} architectures, {probed} probed in "
-        f"{len(doc['classes'])} loader classes, {len(results) - probed} not probed",
-        "  families (architectures): " + ", ".join(f"{k} {v}" for k, v in sorted(fam.items())),
-    ]
-    for name, c in doc["classes"].items():
-        lines.append(
-            f"  {name:40s} {len(c['members']):3d}  {c['family']}, missing names "
-            f"{c['missing']}, k_proj.k_scale {c['k_proj']}"
-        )
-    return "\n".join(lines)
-
-
-def evidence(doc: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "sglang_version": doc["sglang_version"],
-        "sources_sha256": doc["sources_sha256"],
-        "architectures": {
-            a: {
-                "file": r.file,
-                "class_site": r.cls_site,
-                "loader_site": r.loader_site,
-                "status": r.status,
-                "reason": r.reason,
-                "loader_class": doc["arch_class"].get(a),
-                "radix": list(r.radix),
-                "stub_attrs": r.stub_attrs,
-                "config_attrs": r.config_attrs,
-                "outcomes": {
-                    v: {t: o.to_json() for t, o in outs.items()} for v, outs in r.outcomes.items()
-                },
-            }
-            for a, r in doc["results"].items()
-        },
-    }
+    archs = doc["architectures"]
+    probed = sum(1 for e in archs.values() if e["status"] == "probed")
+    return (
+        f"SGLang {doc['provenance']['sglang_version']}: {len(archs)} architectures, "
+        f"{probed} probed, {len(archs) - probed} not probed"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sglang-src", required=True, help="the extracted wheel (holds sglang/)")
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help=f"write {TABLE.relative_to(REPO)}")
-    mode.add_argument("--check", action="store_true", help="fail if the table is stale")
-    ap.add_argument("--json", help="write the evidence (every outcome with its file:line)")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", help=f"write the evidence here ({EVIDENCE.relative_to(REPO)})")
+    mode.add_argument(
+        "--check", action="store_true", help="fail if the committed evidence is stale"
+    )
     ap.add_argument("--arch", action="append", help="only this architecture (debugging)")
     args = ap.parse_args(argv)
+    if args.check and args.arch:
+        ap.error("--check derives every architecture")
     doc = derive(args.sglang_src, args.arch)
     print(summary(doc))
-    if args.json:
-        Path(args.json).write_text(json.dumps(evidence(doc), indent=1, sort_keys=True) + "\n")
-    text = render(doc)
-    if args.write:
-        TABLE.write_text(text)
-        print(f"wrote {TABLE}")
-    elif args.check:
-        if TABLE.read_text() != text:
-            print(f"{TABLE} is stale: run with --write", file=sys.stderr)
-            return 1
-        print(f"{TABLE} is up to date")
+    text = dumps(doc)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}; render the table with python tests/parity/render_tables.py")
+        return 0
+    if EVIDENCE.read_text() != text:
+        print(f"{EVIDENCE} is stale: regenerate it with --out", file=sys.stderr)
+        return 1
+    print(f"{EVIDENCE} is up to date")
     return 0
 
 
