@@ -748,6 +748,157 @@ class _FakeQuantConfig:
         return _stub(f"quant_config.{name}")
 
 
+class ConfigView:
+    """A config.json as the model code sees a transformers config: its fields as
+    attributes (a missing one raises AttributeError, so ``getattr(config, x, default)``
+    works), ``*_config`` sub-dicts as nested views, ``get_text_config()`` and ``to_dict()``
+    as in transformers."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        for k, v in values.items():
+            if isinstance(v, dict) and k.endswith("_config"):
+                v = ConfigView(v)
+            self.__dict__[k] = v
+        if "rope_theta" in values and "rope_parameters" not in values:
+            # transformers 5 standardises RoPE settings into rope_parameters
+            # (modeling_rope_utils.RotaryEmbeddingConfigMixin), which SGLang reads
+            rope = dict(values.get("rope_scaling") or {})
+            rope.setdefault("rope_type", rope.pop("type", "default"))
+            self.__dict__["rope_parameters"] = {**rope, "rope_theta": values["rope_theta"]}
+
+    def get_text_config(self, *a: Any, **k: Any) -> Any:
+        return self.__dict__.get("text_config", self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: v.to_dict() if isinstance(v, ConfigView) else v for k, v in self.__dict__.items()
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+class _Namespace:
+    """Fixed attributes; any other attribute is a stub (the parallel-state objects)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _stub(f"parallel.{name}")
+
+
+def _construction_provided(
+    h: Harness, provided: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """What a model's ``__init__`` needs besides stubs, for one process with one GPU (TP 1,
+    PP 1, no data-parallel attention): the parallel state, and ``make_layers`` building
+    every layer in order under SGLang's names (``add_prefix(idx, prefix)``; its layer-stack
+    and offloader bookkeeping, which names and quantizes nothing, is left out). The expert
+    layer accepts any arguments (its weights are never KV scales)."""
+    nn = h.nn
+    pp = _Namespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
+    parallel = _Namespace(
+        tp_size=1,
+        tp_rank=0,
+        pp_group=pp,
+        pp_size=1,
+        pp_rank=0,
+        attn_tp_size=1,
+        attn_tp_rank=0,
+        attn_dp_size=1,
+        attn_dp_rank=0,
+        attn_cp_size=1,
+        attn_cp_rank=0,
+        attn_dcp_size=1,
+        moe_ep_size=1,
+        moe_tp_size=1,
+        moe_dp_size=1,
+        dcp_enabled=False,
+        enable_dp_lm_head=False,
+    )
+
+    def make_layers(
+        num_hidden_layers: int,
+        layer_fn: Callable[..., Any],
+        pp_rank: int | None = None,
+        pp_size: int | None = None,
+        prefix: str = "",
+        **_: Any,
+    ) -> Any:
+        modules = nn.ModuleList(
+            [
+                layer_fn(idx=idx, prefix=f"{prefix}.{idx}" if prefix else str(idx))
+                for idx in range(num_hidden_layers)
+            ]
+        )
+        if pp_rank is None or pp_size is None:
+            return modules
+        return modules, 0, num_hidden_layers
+
+    def make_pp_layers(num_hidden_layers: int, layer_fn: Callable[..., Any], **kw: Any) -> Any:
+        return make_layers(num_hidden_layers, layer_fn, pp_rank=0, pp_size=1, **kw)
+
+    class FusedMoE(provided["sglang.srt.layers.moe"]["FusedMoE"]):  # type: ignore[misc,name-defined]
+        def __init__(self, *a: Any, **k: Any) -> None:
+            nn.Module.__init__(self)
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return nn.Module.__getattr__(self, name)
+            except AttributeError:
+                if name.startswith("__") or name in ("_parameters", "_buffers", "_modules"):
+                    raise
+                return _stub(f"FusedMoE().{name}")
+
+    class PreTrainedModel(nn.Module):
+        """transformers' base of some SGLang models: a torch module holding ``config``."""
+
+        def __init__(self, config: Any = None, *a: Any, **k: Any) -> None:
+            super().__init__()
+            self.config = config
+
+        def post_init(self) -> None:
+            pass
+
+    parallel_fns = {
+        "get_parallel": lambda: parallel,
+        "get_pp_group": lambda: pp,
+        "get_pp_indices": lambda n, rank, size: (0, n),
+        "get_tensor_model_parallel_world_size": lambda: 1,
+        "get_tensor_model_parallel_rank": lambda: 0,
+        "get_attention_tp_size": lambda: 1,
+        "get_attention_tp_rank": lambda: 0,
+        "get_attention_dp_size": lambda: 1,
+        "get_attention_dp_rank": lambda: 0,
+        "get_moe_expert_parallel_world_size": lambda: 1,
+        "get_moe_tensor_parallel_world_size": lambda: 1,
+        "append_stages": lambda *pairs, **k: tuple(_stub("stage") for _ in pairs),
+        "get_num_fused_shared_experts": lambda *a, **k: 0,
+    }
+    layers = {"make_layers": make_layers, "make_pp_layers": make_pp_layers}
+    moe = {"FusedMoE": FusedMoE}
+    ns_rope: dict[str, Any] = {}
+    h.tree.exec("srt/utils/hf_transformers/common.py", ["get_rope_config"], ns_rope)
+    hf_utils = {"get_rope_config": ns_rope["get_rope_config"]}
+    return {
+        "sglang.srt.utils": layers,
+        "sglang.srt.utils.common": layers,
+        "sglang.srt.distributed": parallel_fns,
+        "sglang.srt.runtime_context": parallel_fns,
+        "sglang.srt.layers.dp_attention": parallel_fns,
+        "sglang.srt.layers.moe": moe,
+        "sglang.srt.layers.moe.fused_moe_triton": moe,
+        "sglang.srt.layers.moe.fused_moe_triton.layer": moe,
+        "sglang.srt.utils.hf_transformers_utils": hf_utils,
+        "sglang.srt.utils.hf_transformers.common": hf_utils,
+        "transformers": {"PreTrainedModel": PreTrainedModel},
+        "transformers.modeling_utils": {"PreTrainedModel": PreTrainedModel},
+    }
+
+
 # ======================================================================================
 # Running one architecture
 # ======================================================================================
@@ -798,7 +949,12 @@ class Harness:
         src: str | os.PathLike[str],
         overrides: dict[str, dict[str, Any]] | None = None,
         make_logger: Callable[[str], Any] | None = None,
+        *,
+        construct: bool = False,
     ) -> None:
+        """``construct``: this World builds models with their own ``__init__`` (``build``):
+        the construction helpers of ``_construction_provided`` are added (a separate World,
+        so the loader probes keep their stubs)."""
         import torch
         from torch import nn
 
@@ -810,6 +966,9 @@ class Harness:
         self.loggers: list[RecordingLogger] = []
         self._make_logger = make_logger
         provided = self._provided()
+        if construct:
+            for module, names in _construction_provided(self, provided).items():
+                provided.setdefault(module, {}).update(names)
         for module, names in (overrides or {}).items():
             provided.setdefault(module, {}).update(names)
         self.world = World(src, provided)
@@ -817,27 +976,49 @@ class Harness:
         self._radix_cache: dict[str, tuple[str, ...]] = {}
         self._entry_files: dict[str, str] | None = None
 
-    def model(
-        self,
-        cls: type,
-        tree_model: Any,
-        config: dict[str, Any],
-        quant_config: Any,
-        lm_head: Any,
-    ) -> Any:
-        """An instance of the architecture's class around another model tree (the parity
-        oracle's, with SGLang's own RadixAttention and quant config); ``config`` over the
-        harness's defaults."""
+    def build(self, cls: type, config: Any, quant_config: Any) -> Any:
+        """The architecture's model, built by its own ``__init__`` (a World made with
+        ``construct=True``): ``cls(config=config, quant_config=quant_config, prefix="")``,
+        with CUDA streams and events answered by stubs while it runs."""
+        torch = self.torch
+        saved = (torch.cuda.Stream, torch.cuda.Event)
+        torch.cuda.Stream = lambda *a, **k: _stub("torch.cuda.Stream()")  # type: ignore[misc]
+        torch.cuda.Event = lambda *a, **k: _stub("torch.cuda.Event()")  # type: ignore[misc]
+        try:
+            with self.world.active():
+                model = cls(config=config, quant_config=quant_config, prefix="")
+        finally:
+            torch.cuda.Stream, torch.cuda.Event = saved  # type: ignore[misc]
+        if not isinstance(model, self.nn.Module):
+            raise TypeError(f"{cls.__name__}(...) is not a torch module: {model!r}")
+        return model
+
+    def config_class(self, model_type: str | None) -> type | None:
+        """SGLang's own config class for a ``model_type`` (``srt/configs/*.py``, a class
+        whose body sets ``model_type = "<it>"``), else None (transformers' own, stubbed)."""
+        if not model_type:
+            return None
+        if self._config_classes is None:
+            found: dict[str, tuple[str, str]] = {}
+            for f in sorted((self.pkg / "srt" / "configs").glob("*.py")):
+                for node in ast.parse(f.read_text()).body:
+                    if not isinstance(node, ast.ClassDef):
+                        continue
+                    for stmt in node.body:
+                        if (
+                            isinstance(stmt, ast.Assign)
+                            and [ast.unparse(t) for t in stmt.targets] == ["model_type"]
+                            and isinstance(stmt.value, ast.Constant)
+                        ):
+                            found.setdefault(stmt.value.value, (f.stem, node.name))
+            self._config_classes = found
+        hit = self._config_classes.get(model_type)
+        if hit is None:
+            return None
         with self.world.active():
-            return self._instance(
-                cls,
-                tree_model,
-                set(),
-                set(),
-                config=config,
-                quant_config=quant_config,
-                lm_head=lm_head,
-            )
+            return getattr(self.world.get(f"sglang.srt.configs.{hit[0]}"), hit[1])  # type: ignore[no-any-return]
+
+    _config_classes: dict[str, tuple[str, str]] | None = None
 
     def _logger(self, name: str) -> Any:
         if self._make_logger is not None:
@@ -1007,10 +1188,6 @@ class Harness:
         seen: set[str],
         cfg: set[str],
         stubbed_config: dict[str, Any] | None = None,
-        *,
-        config: dict[str, Any] | None = None,
-        quant_config: Any = None,
-        lm_head: Any = None,
     ) -> Any:
         nn = self.nn
 
@@ -1040,15 +1217,12 @@ class Harness:
         )
         obj = shell.__new__(shell)
         nn.Module.__init__(obj)
-        obj.config = HarnessConfig({**CONFIG, **(config or {}), **(stubbed_config or {})}, cfg)
-        obj.quant_config = _FakeQuantConfig() if quant_config is None else quant_config
+        obj.config = HarnessConfig({**CONFIG, **(stubbed_config or {})}, cfg)
+        obj.quant_config = _FakeQuantConfig()
         obj.model = tree_model
         _attach(tree_model, obj.config, obj.quant_config)
-        if lm_head is None:
-            lm_head = nn.Module()
-            lm_head.register_parameter(
-                "weight", nn.Parameter(self.torch.zeros(1), requires_grad=False)
-            )
+        lm_head = nn.Module()
+        lm_head.register_parameter("weight", nn.Parameter(self.torch.zeros(1), requires_grad=False))
         obj.lm_head = lm_head
         for k, v in (
             (

@@ -941,23 +941,79 @@ case(
 G = "sgl-arch"
 
 
+COMMON_HF_FIELDS: dict[str, Any] = {
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "rope_scaling": None,
+    "pad_token_id": None,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
+"""Fields every transformers config carries (the oracle builds the model with its own
+``__init__``, which reads them)."""
+
+
 def arch_config(arch: str, qc: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
     cfg = llama_config(qc)
     cfg["architectures"] = [arch]
+    cfg.update(COMMON_HF_FIELDS)
     cfg.update(extra)
     return cfg
 
 
+_DEEPSEEK_FIELDS: dict[str, Any] = {
+    "n_routed_experts": 2,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 1,
+    "moe_intermediate_size": 64,
+    "first_k_dense_replace": 0,
+    "moe_layer_freq": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "routed_scaling_factor": 1.0,
+    "norm_topk_prob": True,
+    "q_lora_rank": None,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+}
+"""A small DeepSeek-V2-Lite-shaped MLA config (q_lora_rank None: no q_a_proj)."""
+
 _MODEL_TYPES = {
     "Qwen2ForCausalLM": {"model_type": "qwen2"},
     "Qwen3ForCausalLM": {"model_type": "qwen3"},
-    "Gemma2ForCausalLM": {"model_type": "gemma2", "tie_word_embeddings": True},
+    "Gemma2ForCausalLM": {
+        "model_type": "gemma2",
+        "tie_word_embeddings": True,
+        "hidden_act": "gelu_pytorch_tanh",
+        "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 8,
+        "sliding_window": 128,
+        "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0,
+    },
     "MistralForCausalLM": {"model_type": "mistral"},
     "Phi3ForCausalLM": {"model_type": "phi3"},
-    "MixtralForCausalLM": {"model_type": "mixtral", "num_local_experts": 2},
-    "Qwen2MoeForCausalLM": {"model_type": "qwen2_moe", "num_experts": 2},
-    "DeepseekV2ForCausalLM": {"model_type": "deepseek_v2", "n_routed_experts": 2},
-    "DeepseekV3ForCausalLM": {"model_type": "deepseek_v3", "n_routed_experts": 2},
+    "MixtralForCausalLM": {
+        "model_type": "mixtral",
+        "num_local_experts": 2,
+        "num_experts_per_tok": 1,
+    },
+    "Qwen2MoeForCausalLM": {
+        "model_type": "qwen2_moe",
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 64,
+    },
+    "DeepseekV2ForCausalLM": {"model_type": "deepseek_v2", **_DEEPSEEK_FIELDS},
+    "DeepseekV3ForCausalLM": {
+        "model_type": "deepseek_v3",
+        **_DEEPSEEK_FIELDS,
+        "scoring_func": "sigmoid",
+        "topk_method": "noaux_tc",
+    },
 }
 _QCS = {"ct": ct_qc("tensor"), "fp8": FP8_QC, "modelopt": MODELOPT_QC, "quark": quark_qc()}
 _NAMES: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {

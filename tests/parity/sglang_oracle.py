@@ -676,6 +676,7 @@ class SglangCode:
             F_RADIX, "RadixAttention", ["_NnModule"], ["RadixAttention.__init__"], ns_ra
         )
         self.RadixAttention = RadixAttention
+        self.AttentionType = ns_ra["AttentionType"]
 
         # --- fp8.py -----------------------------------------------------------------------
         ns_fp8 = base_ns(
@@ -1463,15 +1464,19 @@ class Oracle:
             self._codes[platform] = SglangCode(self.tree, Platform(platform))
         return self._codes[platform]
 
-    # -- other architectures: their own load_weights on the same model tree --------------
-    def _harness(self, code: SglangCode) -> Any:
-        """tests/parity/sglang_architectures.py's World, wired to this platform's verbatim
-        default_weight_loader (through the load tracker), remap, logger and envs."""
-        if getattr(code, "arch_harness", None) is None:
+    # -- other architectures: built by their own __init__, loaded by their load_weights ---
+    def _builder(self, code: SglangCode) -> Any:
+        """A World that builds architectures with their own ``__init__``
+        (``sglang_architectures.Harness(construct=True)``), wired to this platform's verbatim
+        ``default_weight_loader`` (through the load tracker), remap, logger and
+        ``RadixAttention``: whether a layer gets a KV method is what the model's own code
+        passes it. Weight loads run in line, not in a thread pool, so the load tracker
+        attributes each parameter write to its tensor (the values are the same)."""
+        if getattr(code, "builder", None) is None:
             sa = _load_module("kvscale_sglang_architectures", "sglang_architectures.py")
             tracked = code.load_tracker.wrap_loader(code.default_weight_loader)
             common = {"print_warning_once": code.print_warning_once}
-            code.arch_harness = sa.Harness(
+            code.builder = sa.Harness(
                 self.src,
                 overrides={
                     "sglang.srt.model_loader.weight_utils": {
@@ -1480,72 +1485,36 @@ class Oracle:
                     },
                     "sglang.srt.utils": common,
                     "sglang.srt.utils.common": common,
-                    # in line, not in a thread pool, so the load tracker attributes each
-                    # parameter write to its tensor (the values are the same)
                     "sglang.srt.model_loader.utils": {"should_async_load": lambda w: False},
+                    "sglang.srt.layers.radix_attention": {
+                        "RadixAttention": code.RadixAttention,
+                        "AttentionType": code.AttentionType,
+                    },
                 },
                 make_logger=lambda name: code.logger,
+                construct=True,
             )
-        return code.arch_harness
+        return code.builder
+
+    def _model_config(self, builder: Any, config: dict[str, Any]) -> Any:
+        """config.json as the model code sees it: SGLang's own config class for its
+        model_type where SGLang has one, else the fields as attributes."""
+        sa = _load_module("kvscale_sglang_architectures", "sglang_architectures.py")
+        cls = builder.config_class(config.get("model_type"))
+        if cls is None:
+            return sa.ConfigView(copy.deepcopy(config))
+        with builder.world.active():
+            return cls(**copy.deepcopy(config))
 
     def _used(self) -> dict[str, str]:
         """sha256 of every SGLang file read: the oracle's, and the model files executed."""
         used = dict(self.tree.used)
         for code in self._codes.values():
-            harness = getattr(code, "arch_harness", None)
-            if harness is not None:
-                used.update(harness.tree.used)
-                used.update(harness.world.used)
+            builder = getattr(code, "builder", None)
+            if builder is not None:
+                used.update(builder.tree.used)
+                used.update(builder.world.used)
         return used
-
-    def _radix(self, code: SglangCode, arch: str) -> tuple[str, ...]:
-        if arch in _LLAMA_SKELETON_ARCHS:
-            return ("attn",)
-        h = self._harness(code)
-        with h.world.active():
-            return tuple(h.radix_names(h.arch_class(arch)))
-
-    def _layer_names(self, config: dict[str, Any], arch: str, radix: tuple[str, ...]) -> list[str]:
-        if arch in _LLAMA_SKELETON_ARCHS:
-            return list(self.cases_mod.engine_layer_names(config))
-        return [
-            f"model.layers.{i}.self_attn.{radix[0]}" for i in range(config["num_hidden_layers"])
-        ]
-
-    def _arch_model(
-        self,
-        code: SglangCode,
-        arch: str,
-        radix: tuple[str, ...],
-        llama: nn.Module,
-        config: dict[str, Any],
-    ) -> nn.Module:
-        """The architecture's registered class (its own load_weights, verbatim) around the
-        Llama skeleton's module tree, whose RadixAttention modules are SGLang's own with the
-        real quant config; where the architecture names its RadixAttention modules
-        otherwise (DeepSeek MLA: attn_mqa, attn_mha), they are built under those names."""
-        h = self._harness(code)
-        cls = h.arch_class(arch)
-        tree = llama.model  # type: ignore[attr-defined]
-        if radix != ("attn",):
-            for i, layer in enumerate(tree.layers):
-                attn = layer.self_attn.attn
-                del layer.self_attn.attn
-                for r in radix:
-                    layer.self_attn.add_module(
-                        r,
-                        code.RadixAttention(
-                            attn.tp_q_head_num,
-                            attn.head_dim,
-                            attn.scaling,
-                            attn.tp_k_head_num,
-                            layer_id=i,
-                            quant_config=llama.quant_config,  # type: ignore[attr-defined]
-                            prefix=f"model.layers.{i}.self_attn.{r}",
-                        ),
-                    )
-        model = h.model(cls, tree, config, llama.quant_config, llama.lm_head)  # type: ignore[attr-defined]
-        return model  # type: ignore[no-any-return]
 
     # -- engine start: config, quant method, quant config ------------------------------
     def _configure(
@@ -1601,12 +1570,23 @@ class Oracle:
         code.model_args.quantization_param_path = qp_path
         code.model_args.kv_cache_dtype = options["kv_cache_dtype"]
         arch = (case["config"].get("architectures") or ["LlamaForCausalLM"])[0]
-        if arch not in _LLAMA_SKELETON_ARCHS and options["weight_loader"] != "legacy":
+        built = arch not in _LLAMA_SKELETON_ARCHS
+        if built and options["weight_loader"] != "legacy":
             # their modules read srt/environ.py's real defaults (the legacy loaders)
             raise SystemExit(f"{case['name']}: only the legacy loader is modelled for {arch}")
-        radix = self._radix(code, arch)
-        layer_names = self._layer_names(case["config"], arch, radix)
         model_dtype = _DTYPES[options["model_dtype"]]
+        if built:
+            builder = self._builder(code)
+            cls = builder.arch_class(arch)
+            # the module tree does not depend on the quant config: its attention modules
+            # name the layers even when the engine start fails
+            with _stub_modules(code.stub_modules):
+                layers = self._attention_layers(
+                    code, builder.build(cls, self._model_config(builder, case["config"]), None)
+                )
+        else:
+            layers = [(n, []) for n in self.cases_mod.engine_layer_names(case["config"])]
+        layer_names = [n for n, _ in layers]
         code.logger.reset()
         code.print_warning_once.cache_clear()
         out: dict[str, Any] = {
@@ -1653,24 +1633,19 @@ class Oracle:
                     return all_error(fmt_exc(e))
 
                 def fresh_model() -> nn.Module:
-                    llama = code.models["LlamaForCausalLM"](
+                    if built:
+                        config = self._model_config(builder, case["config"])
+                        return builder.build(cls, config, quant_config)  # type: ignore[no-any-return]
+                    return code.models["LlamaForCausalLM"](  # type: ignore[no-any-return]
                         config=model_config.hf_config, quant_config=quant_config
                     )
-                    if arch == "LlamaForCausalLM":
-                        return llama
-                    return self._arch_model(code, arch, radix, llama, case["config"])
 
                 try:
                     model = fresh_model()
                 except Exception as e:
                     return all_error(fmt_exc(e))
-                names = [
-                    n
-                    for n, m in model.named_modules()
-                    if isinstance(m, code.RadixAttention) and n.endswith("." + radix[0])
-                ]
-                if names != layer_names:
-                    raise AssertionError(f"{case['name']}: skeleton {names} != {layer_names}")
+                if self._attention_layers(code, model) != layers:
+                    raise AssertionError(f"{case['name']}: attention modules differ per build")
                 out["engine_warnings"] = code.logger.take()
                 # ModelRunner.configure_kv_cache_dtype (it runs after loading; it reads only
                 # model.quant_config, so it is evaluated once per case)
@@ -1689,11 +1664,12 @@ class Oracle:
                 out["kv_cache_torch_dtype"] = str(torch_dtype).removeprefix("torch.")
                 out["engine_warnings"] += code.logger.take()
                 files = self._weight_files(code, d)
-                for lname in layer_names:
-                    companions = [lname.removesuffix(radix[0]) + r for r in radix[1:]]
+                for lname, companions in layers:
                     out["layers"].append(
                         self._run_layer(code, fresh_model, files, lname, options, out, companions)
                     )
+                    if built:
+                        out["layers"][-1]["attention"] = self._attention_facts(model, lname)
             finally:
                 torch.set_default_dtype(old)
         return _normalise_paths(out, str(d))
@@ -1756,6 +1732,37 @@ class Oracle:
             modules = dict(model.named_modules())
             rec["companions"] = {c: self._layer_values(modules[c]) for c in companions}
         return rec
+
+    @staticmethod
+    def _attention_layers(code: SglangCode, model: nn.Module) -> list[tuple[str, list[str]]]:
+        """The model's RadixAttention modules, one layer per parent module: the first is
+        the layer, the others (DeepSeek MLA's attn_mha beside attn_mqa) its companions."""
+        out: list[tuple[str, list[str]]] = []
+        parents: dict[str, int] = {}
+        for name, module in model.named_modules():
+            if not isinstance(module, code.RadixAttention):
+                continue
+            parent = name.rpartition(".")[0]
+            if parent in parents:
+                out[parents[parent]][1].append(name)
+            else:
+                parents[parent] = len(out)
+                out.append((name, []))
+        return out
+
+    @staticmethod
+    def _attention_facts(model: nn.Module, lname: str) -> dict[str, Any]:
+        """What the model's code gave the RadixAttention (information): the KV-cache slot
+        it reads and writes (``layer_id``: a KV-sharing layer names the layer it shares),
+        its sliding window, head sizes (MLA: the latent)."""
+        attn = dict(model.named_modules())[lname]
+        return {
+            "layer_id": attn.layer_id,
+            "sliding_window_size": attn.sliding_window_size,
+            "head_dim": attn.head_dim,
+            "v_head_dim": attn.v_head_dim,
+            "num_kv_heads": attn.tp_k_head_num,
+        }
 
     @staticmethod
     def _layer_values(attn: nn.Module) -> dict[str, Any]:
