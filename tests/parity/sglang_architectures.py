@@ -935,6 +935,7 @@ class ArchResult:
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
     stub_attrs: list[str] = field(default_factory=list)
     config_attrs: list[str] = field(default_factory=list)
+    attention_sites: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Harness:
@@ -1159,6 +1160,75 @@ class Harness:
                     out.setdefault(cls.__name__, (fname, cls))
         return dict(sorted(out.items()))
 
+    def attention_sites(self, cls: type) -> list[dict[str, Any]]:
+        """Every ``RadixAttention(...)`` call the architecture can reach, read from the
+        source (static): the class, its bases, and every class of ``srt/models`` that a
+        reached class body names (module globals, and imports inside its methods), in
+        turn. Per call: file:line, the attribute it is assigned to, and the source of its
+        ``quant_config`` (None when not passed: no KV method), ``v_head_dim`` and
+        ``sliding_window_size`` arguments. A base class's default decoder layer is reached
+        even where a subclass passes its own, so an architecture can show sites that its
+        build does not use ("mixed")."""
+        seen: set[type] = set()
+        todo = [cls]
+        sites: dict[str, dict[str, Any]] = {}
+        while todo:
+            current = todo.pop()
+            for klass in current.__mro__:
+                if klass in seen:
+                    continue
+                seen.add(klass)
+                found = self._class_node(klass)
+                if found is None:
+                    continue
+                rel, node = found
+                for call, attr in _radix_calls(node):
+                    kw = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+                    site = f"{rel}:{call.lineno}"
+                    sites[site] = {
+                        "site": site,
+                        "attribute": attr,
+                        "quant_config": kw.get("quant_config"),
+                        "v_head_dim": kw.get("v_head_dim"),
+                        "sliding_window_size": kw.get("sliding_window_size"),
+                    }
+                todo.extend(self._named_model_classes(klass, node))
+        return [sites[k] for k in sorted(sites, key=_site_key)]
+
+    def _class_node(self, klass: type) -> tuple[str, ast.ClassDef] | None:
+        module = self.world.mods.get(klass.__module__)
+        f = getattr(module, "__file__", None)
+        if not f or not f.startswith(str(self.world.models_dir)):
+            return None
+        if f not in _AST_CACHE:
+            _AST_CACHE[f] = ast.parse(Path(f).read_text())
+        for node in ast.walk(_AST_CACHE[f]):
+            if isinstance(node, ast.ClassDef) and node.name == klass.__name__:
+                return os.path.relpath(f, self.world.models_dir), node
+        return None
+
+    def _named_model_classes(self, klass: type, node: ast.ClassDef) -> list[type]:
+        names = dict(self.world.mods[klass.__module__].__dict__)
+        for imp in ast.walk(node):
+            if isinstance(imp, ast.ImportFrom) and (imp.module or "").startswith(
+                "sglang.srt.models"
+            ):
+                try:
+                    module = self.world.get(imp.module or "")
+                except Exception:  # a module the harness cannot execute: not followed
+                    continue
+                for alias in imp.names:
+                    if hasattr(module, alias.name):
+                        names[alias.asname or alias.name] = getattr(module, alias.name)
+        out = []
+        for ref in ast.walk(node):
+            value = names.get(ref.id) if isinstance(ref, ast.Name) else None
+            if isinstance(value, type):
+                f = getattr(self.world.mods.get(value.__module__), "__file__", None) or ""
+                if f.startswith(str(self.world.models_dir)):
+                    out.append(value)
+        return out
+
     def radix_names(self, cls: type) -> tuple[str, ...]:
         """Attribute names of the RadixAttention modules the model's attention creates:
         ``self.X = RadixAttention(`` in the file that defines its ``load_weights`` (the
@@ -1352,6 +1422,7 @@ class Harness:
         cfg: set[str] = set()
         stubbed_config: dict[str, Any] = {}
         with self.world.active():
+            res.attention_sites = self.attention_sites(cls)
             res.radix = self.radix_names(cls)
             for _attempt in range(MAX_CONFIG_RETRIES):
                 failure = self._run_variants(cls, res, seen, cfg, stubbed_config)
@@ -1493,6 +1564,49 @@ def _init_literals(cls: type) -> dict[str, Any]:
     return out
 
 
+def _radix_calls(node: ast.ClassDef) -> Iterator[tuple[ast.Call, str | None]]:
+    """``RadixAttention(...)`` calls in a class body, with the attribute each is assigned
+    to (``self.attn = RadixAttention(...)``), else None."""
+    targets: dict[int, str] = {}
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            target = stmt.targets[0]
+            if isinstance(target, ast.Attribute):
+                targets[id(stmt.value)] = target.attr
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] == (
+            "RadixAttention"
+        ):
+            yield call, targets.get(id(call))
+
+
+def _site_key(site: str) -> tuple[str, int]:
+    f, _, line = site.rpartition(":")
+    return (f, int(line) if line.isdigit() else 0)
+
+
+def kv_method_verdict(sites: list[dict[str, Any]]) -> str:
+    """``quant_config``: every reachable RadixAttention gets the model's quant config (a
+    KV method when the config makes one); ``none``: none does (the layer never has KV
+    scales); ``mixed``: both kinds are reachable (a subclass picks; see the build);
+    ``no-sites``: none found statically (layers chosen at run time)."""
+    passed = {site["quant_config"] not in (None, "None") for site in sites}
+    if not passed:
+        return "no-sites"
+    if passed == {True}:
+        return "quant_config"
+    return "none" if passed == {False} else "mixed"
+
+
+def is_mla(sites: list[dict[str, Any]]) -> bool:
+    """A latent (MLA) attention is reachable: a RadixAttention named ``attn_mqa`` or whose
+    value head is the KV LoRA rank (DeepSeek-V2's ``DeepseekV2AttentionMLA`` and its
+    subclasses, MiniCPM3, Sarvam, Dots3, DeepSeek-V4)."""
+    return any(
+        s["attribute"] == "attn_mqa" or "kv_lora_rank" in (s["v_head_dim"] or "") for s in sites
+    )
+
+
 def _fmt_exc(e: BaseException) -> str:
     msg = canonical(str(e))
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
@@ -1600,6 +1714,9 @@ def _arch_evidence(r: ArchResult) -> dict[str, Any]:
         "radix": list(r.radix),
         "stub_attrs": r.stub_attrs,
         "config_attrs": r.config_attrs,
+        "attention_sites": r.attention_sites,
+        "kv_method": kv_method_verdict(r.attention_sites),
+        "mla": is_mla(r.attention_sites),
     }
     if r.outcomes:
         kv, nokv = r.outcomes["kv"], r.outcomes["nokv"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from kvscale.engine.sglang.names import Arch, LoaderClass
 
 SGLANG_VERSION = "0.5.23"
-SOURCES_SHA256 = "b5d781ed3af28da5be382f72ce47eca39d8b04e9c6f18b841cf44ffde91333be"
+SOURCES_SHA256 = "9bd8aab318c49491cce5240623da9528108e53f3a4d67301555dfc570637dea8"
 """sha256 over the sha256 of every SGLang source file read to derive this table."""
 
 PROBE_TAILS: tuple[str, ...] = (
