@@ -331,7 +331,13 @@ class World:
     ``with world.active():`` the ``sglang.*`` modules are also in ``sys.modules`` (what
     ``inspect``, ``dataclasses`` and ``typing`` look classes up in)."""
 
-    def __init__(self, src: str | os.PathLike[str], provided: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        src: str | os.PathLike[str],
+        provided: dict[str, dict[str, Any]],
+        real: frozenset[str] = frozenset(),
+    ) -> None:
+        """``real``: modules outside ``srt/models`` and ``srt/configs`` to execute for real."""
         p = Path(src).resolve()
         if (p / "sglang" / "__init__.py").is_file():
             p = p / "sglang"
@@ -340,6 +346,7 @@ class World:
         self.pkg = p
         self.models_dir = p / "srt" / "models"
         self.provided = provided
+        self.real = real
         self.used: dict[str, str] = {}
         self.mods: dict[str, types.ModuleType] = {}
         self.make_logger: Callable[[str], Any] = lambda name: None
@@ -366,8 +373,8 @@ class World:
                 if rel.with_suffix(".py").is_file():
                     return rel.with_suffix(".py")
                 return None
-        if fullname == "sglang.srt.environ":
-            return self.pkg / "srt" / "environ.py"
+        if fullname == "sglang.srt.environ" or fullname in self.real:
+            return self.pkg.joinpath(*parts[1:]).with_suffix(".py")
         return None
 
     def _stubbed(self, fullname: str) -> bool:
@@ -410,6 +417,16 @@ class World:
                 raise
         return mod
 
+    def _regex(self) -> types.ModuleType:
+        """The third-party ``regex`` a few model files import as ``re``: the real one if
+        installed, else the standard ``re`` (their patterns behave the same in both)."""
+        try:
+            import regex
+
+            return regex
+        except ImportError:
+            return re
+
     def _import(
         self,
         name: str,
@@ -422,6 +439,8 @@ class World:
             package = (globals or {}).get("__package__") or ""
             base = package.rsplit(".", level - 1)[0] if level > 1 else package
             name = f"{base}.{name}" if name else base
+        if name == "regex":
+            return self._regex()
         if not self._stubbed(name):
             import builtins
 
@@ -759,6 +778,12 @@ class ConfigView:
             if isinstance(v, dict) and k.endswith("_config"):
                 v = ConfigView(v)
             self.__dict__[k] = v
+        dtype = values.get("dtype", values.get("torch_dtype"))
+        if isinstance(dtype, str):
+            # transformers 5: config.dtype, the torch dtype of config.json's (torch_)dtype
+            import torch
+
+            self.__dict__["dtype"] = getattr(torch, dtype)
         if "rope_theta" in values and "rope_parameters" not in values:
             # transformers 5 standardises RoPE settings into rope_parameters
             # (modeling_rope_utils.RotaryEmbeddingConfigMixin), which SGLang reads
@@ -788,6 +813,17 @@ class _Namespace:
         if name.startswith("__"):
             raise AttributeError(name)
         return _stub(f"parallel.{name}")
+
+
+POST_LOAD_STEPS = ("post_load_weights", "_set_mla_wkc_wvc")
+"""Methods a model's ``load_weights`` calls after the names are loaded to transform the
+loaded weights (MLA's kv_b_proj split into w_kc / w_vc, requantization): no-ops in a build,
+as in the probes (the harness's weights are placeholders). ``build`` checks that none
+mentions a KV-scale parameter."""
+
+CONSTRUCTION_REAL = frozenset(["sglang.srt.layers.quantization.quark.weights"])
+"""Modules a build executes for real besides the models: the quant-method-specific loaders
+a model's ``load_weights`` hands names to (gpt-oss under Quark)."""
 
 
 def _construction_provided(
@@ -877,6 +913,10 @@ def _construction_provided(
         "get_moe_tensor_parallel_world_size": lambda: 1,
         "append_stages": lambda *pairs, **k: tuple(_stub("stage") for _ in pairs),
         "get_num_fused_shared_experts": lambda *a, **k: 0,
+        # layer_boundary.factories: the stage declarations (what a layer's FFN is, e.g.
+        # sparse), kept as plain records; their executable boundaries are never built
+        "declare_attn": lambda **k: _Namespace(**k),
+        "declare_ffn": lambda sparse=False, **k: _Namespace(sparse=sparse, **k),
     }
     layers = {"make_layers": make_layers, "make_pp_layers": make_pp_layers}
     moe = {"FusedMoE": FusedMoE}
@@ -972,7 +1012,7 @@ class Harness:
                 provided.setdefault(module, {}).update(names)
         for module, names in (overrides or {}).items():
             provided.setdefault(module, {}).update(names)
-        self.world = World(src, provided)
+        self.world = World(src, provided, CONSTRUCTION_REAL if construct else frozenset())
         self.world.make_logger = self._logger
         self._radix_cache: dict[str, tuple[str, ...]] = {}
         self._entry_files: dict[str, str] | None = None
@@ -992,6 +1032,14 @@ class Harness:
             torch.cuda.Stream, torch.cuda.Event = saved  # type: ignore[misc]
         if not isinstance(model, self.nn.Module):
             raise TypeError(f"{cls.__name__}(...) is not a torch module: {model!r}")
+        for module in model.modules():
+            for name in POST_LOAD_STEPS:
+                step = _find_member(type(module), name)
+                if step is None:
+                    continue
+                if re.search(r"(?<![A-Za-z0-9])(?:k|v|kv)_scale", inspect.getsource(step)):
+                    raise AssertionError(f"{type(module).__name__}.{name} reads KV scales")
+                object.__setattr__(module, name, _no_post_load)
         return model
 
     def config_class(self, model_type: str | None) -> type | None:
@@ -1070,6 +1118,7 @@ class Harness:
                 "supports_quantized_rl_reload",
                 "replace_prefix",
                 "replace_substrings",
+                "RUNAI_STREAMER_TENSOR_ATTR",
             ],
             ns_wu,
         )
@@ -1106,6 +1155,7 @@ class Harness:
             "supports_quantized_rl_reload": ns_wu["supports_quantized_rl_reload"],
             "replace_prefix": ns_wu["replace_prefix"],
             "replace_substrings": ns_wu["replace_substrings"],
+            "RUNAI_STREAMER_TENSOR_ATTR": ns_wu["RUNAI_STREAMER_TENSOR_ATTR"],
         }
         lc = {"get_layer_id": ns_lc["get_layer_id"]}
         ns_mlu: dict[str, Any] = {
@@ -1562,6 +1612,10 @@ def _init_literals(cls: type) -> dict[str, Any]:
                     out.setdefault(stmt.targets[0].attr, value)  # the subclass's wins
             break
     return out
+
+
+def _no_post_load(*a: Any, **k: Any) -> None:
+    return None
 
 
 def _radix_calls(node: ast.ClassDef) -> Iterator[tuple[ast.Call, str | None]]:

@@ -57,7 +57,7 @@ import torch
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
-SCHEMA = "kvscale.sglang-parity/1"
+SCHEMA = "kvscale.sglang-parity/2"
 _LAYER_RE = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 # The module name SGLang's definitions are executed under. dataclasses (and pydantic) look
@@ -277,6 +277,13 @@ class RecordingLogger:
         pass
 
     info_once = debug = info
+
+    def log(self, level: int, msg: Any, *args: Any, **kw: Any) -> None:
+        if level >= 30:  # logging.WARNING
+            self.records.append(self._fmt(msg, args))
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 (logging.Logger's name)
+        return True
 
     def take(self) -> list[str]:
         out, self.records = self.records, []
@@ -1458,6 +1465,9 @@ class Oracle:
         self._codes: dict[str, SglangCode] = {}
         self.cases_mod = _load_module("kvscale_parity_cases", "cases.py")
         self.sgl_cases_mod = _load_module("kvscale_parity_sglang_cases", "sglang_cases.py")
+        self.model_cases_mod = _load_module(
+            "kvscale_parity_sglang_model_cases", "sglang_model_cases.py"
+        )
 
     def code(self, platform: str) -> SglangCode:
         if platform not in self._codes:
@@ -1707,7 +1717,8 @@ class Oracle:
         try:
             # DefaultModelLoader.load_weights_and_postprocess, then ModelRunner.load_model's
             # load_kv_cache_scales, then ModelRunner.configure_kv_cache_dtype
-            model.load_weights(tracker.wrap(weights()))
+            with _root_log_records(self.tree.pkg, code.logger):
+                model.load_weights(tracker.wrap(weights()))
             tracker.finish()
             stage = "postprocess"
             code.DefaultModelLoader.postprocess_weights(model, torch.device("cpu"))
@@ -1806,7 +1817,7 @@ class Oracle:
                 skipped[c["name"]] = str(why)
             else:
                 todo.append((c, opts))
-        for c in self.sgl_cases_mod.CASES:
+        for c in [*self.sgl_cases_mod.CASES, *self.model_cases_mod.CASES]:
             todo.append((c, dict(c["options"])))
         if names:
             known = {c["name"] for c, _ in todo} | set(skipped)
@@ -1819,6 +1830,7 @@ class Oracle:
         with tempfile.TemporaryDirectory(prefix="kvscale-sglang-oracle-") as tmp:
             for c, o in todo:
                 results[c["name"]] = self.run_case(c, o, Path(tmp))
+            facts = EngineFacts(self).run(Path(tmp))
         return {
             "schema": SCHEMA,
             "provenance": {
@@ -1831,7 +1843,284 @@ class Oracle:
             },
             "skipped": skipped,
             "cases": results,
+            "facts": facts,
         }
+
+
+# ======================================================================================
+# Facts besides the cases: KV-cache dtypes, NVFP4 global scales, cited code
+# ======================================================================================
+
+F_MODEL_FIELDS = "srt/arg_groups/fields/model.py"
+F_FP4_KV = "srt/layers/quantization/fp4_kv_cache_quant_method.py"
+F_KVFP4 = "srt/layers/quantization/kvfp4_tensor.py"
+F_RUNTIME_CTX = "srt/runtime_context.py"
+
+DEVICES = (
+    # (what, device capability major * 10 + minor): the GPUs the platform probes tell apart
+    ("H100 / H200", 90),
+    ("B200 / GB200", 100),
+    ("B300 / GB300", 103),
+    ("Jetson Thor", 110),
+    ("RTX 50 / RTX PRO 6000", 120),
+    ("DGX Spark GB10", 121),
+)
+NVFP4_SCENARIOS: dict[str, tuple[float | None, float | None]] = {
+    # (k_scale, v_scale) the layer holds after loading; None = no KV method on the layer
+    "calibrated": (0.0234375, 0.015625),
+    "k_only_calibrated": (0.0234375, 1.0),
+    "defaults": (1.0, 1.0),
+    "no_kv_method": (None, None),
+}
+PRODUCER_CONFIGS: dict[str, dict[str, Any] | None] = {
+    # quantization_config of config.json per producer (tests/parity/cases.py builders)
+    "none": None,
+    "fp8": {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"},
+    "modelopt_kv_fp8": {
+        "quant_method": "modelopt",
+        "quant_algo": "FP8",
+        "kv_cache_quant_algo": "FP8",
+    },
+    # (FP8 weights: ModelOptFp4Config.from_config, for NVFP4 weights, is not modelled)
+    "modelopt_kv_nvfp4": {
+        "quant_method": "modelopt",
+        "quant_algo": "FP8",
+        "kv_cache_quant_algo": "NVFP4",
+    },
+    "modelopt_kv_scheme_fp8": None,  # filled from cases.MODELOPT_QC (kv_cache_scheme dict)
+    "compressed_tensors_tensor": None,  # cases.ct_qc("tensor")
+    "compressed_tensors_attn_head": None,  # cases.ct_qc("attn_head")
+    "quark": None,  # cases.quark_qc()
+}
+
+
+class EngineFacts:
+    """The golden file's ``facts``: executed (``kv_cache_dtypes``, ``nvfp4_global_scale``)
+    and cited (``code_facts``: sglang_code_facts.py, every citation checked here)."""
+
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+        self.tree = oracle.tree
+        cases = oracle.cases_mod
+        self.producers = dict(PRODUCER_CONFIGS)
+        self.producers["modelopt_kv_scheme_fp8"] = cases.MODELOPT_QC
+        self.producers["compressed_tensors_tensor"] = cases.ct_qc("tensor")
+        self.producers["compressed_tensors_attn_head"] = cases.ct_qc("attn_head")
+        self.producers["quark"] = cases.quark_qc()
+
+    def run(self, workdir: Path) -> dict[str, Any]:
+        return {
+            "kv_cache_dtypes": {
+                "choices": self.kv_cache_dtype_choices(),
+                "resolution": self.resolution(workdir),
+            },
+            "nvfp4_global_scale": self.nvfp4_global_scale(),
+            "code_facts": self.code_facts(),
+        }
+
+    # -- --kv-cache-dtype ----------------------------------------------------------------
+    def kv_cache_dtype_choices(self) -> dict[str, Any]:
+        """The ``choices`` of the server argument (the field's literal list)."""
+        cls = self.tree.node(F_MODEL_FIELDS, "Model")
+        assert isinstance(cls, ast.ClassDef)
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and ast.unparse(stmt.target) == "kv_cache_dtype":
+                for call in ast.walk(stmt.annotation):
+                    if isinstance(call, ast.Call):
+                        for kw in call.keywords:
+                            if kw.arg == "choices":
+                                return {
+                                    "values": ast.literal_eval(kw.value),
+                                    "site": f"{F_MODEL_FIELDS}:{kw.value.lineno}",
+                                }
+        raise LookupError(f"SGLang source changed: no kv_cache_dtype choices in {F_MODEL_FIELDS}")
+
+    def resolution(self, workdir: Path) -> dict[str, Any]:
+        """``configure_kv_cache_dtype`` (what ModelRunner runs after loading) for every
+        producer's config, every accepted ``--kv-cache-dtype``, on CUDA and ROCm gfx942."""
+        out: dict[str, Any] = {}
+        choices = self.kv_cache_dtype_choices()["values"]
+        for platform in ("ocp", "fnuz"):
+            code = self.oracle.code(platform)
+            per_producer: dict[str, Any] = {}
+            for producer, qc in self.producers.items():
+                case = {
+                    "name": f"facts_{platform}_{producer}",
+                    "config": self.oracle.cases_mod.llama_config(qc),
+                    "hf_quant_config": None,
+                    "shards": [{"file": "model.safetensors", "tensors": {}}],
+                    "index": None,
+                }
+                d = self.oracle.cases_mod.write_case(case, workdir / case["name"])
+                info: dict[str, Any] = {}
+                with _stub_modules(code.stub_modules):
+                    try:
+                        _, quant_config = self.oracle._configure(code, d, torch.bfloat16, info)
+                    except Exception as e:
+                        per_producer[producer] = {"engine_error": fmt_exc(e)}
+                        continue
+                    code.logger.take()
+                    model = SimpleNamespace(quant_config=quant_config)
+                    dtypes: dict[str, Any] = {}
+                    for choice in choices:
+                        try:
+                            resolved, torch_dtype = code.configure_kv_cache_dtype(
+                                server_args_kv_cache_dtype=choice,
+                                model=model,
+                                model_dtype=torch.bfloat16,
+                                is_draft_worker=False,
+                                is_dflash=False,
+                                speculative_draft_attention_backend=None,
+                            )
+                            dtypes[choice] = {
+                                "kv_cache_dtype": resolved if resolved is not None else choice,
+                                "torch_dtype": str(torch_dtype).removeprefix("torch."),
+                                "warnings": code.logger.take(),
+                            }
+                        except Exception as e:
+                            dtypes[choice] = {"error": fmt_exc(e)}
+                per_producer[producer] = {
+                    "quant_method": info.get("quant_method"),
+                    "quant_config": info.get("quant_config"),
+                    "kv_cache_quant_algo": _plain(
+                        getattr(quant_config, "kv_cache_quant_algo", None)
+                    ),
+                    "dtypes": dtypes,
+                }
+            out[platform] = per_producer
+        return out
+
+    # -- NVFP4's global scale ------------------------------------------------------------
+    def nvfp4_global_scale(self) -> dict[str, Any]:
+        """NVFP4KVCacheMethod (``__init__``, ``load_scales_from_model``, ``get_bmm_scales``,
+        verbatim) on a two-layer model whose RadixAttention modules hold each scenario's
+        scales, for each device capability; the platform probes are SGLang's own
+        (``_check_cuda_device_version`` and the ``is_sm*_supported`` it builds, with CUDA
+        12.9), as ``get_platform()`` answers them (runtime_context._PLATFORM_PROBES)."""
+        t = self.tree
+        ns_kv: dict[str, Any] = {}
+        t.exec(F_KVFP4, ["E2M1_MAX"], ns_kv)
+        probes = self._platform_probe_names()
+        out: dict[str, Any] = {"E2M1_MAX": ns_kv["E2M1_MAX"], "devices": {}}
+        for what, sm in DEVICES:
+            platform = self._platform(sm, probes)
+            ns = {
+                "torch": torch,
+                "Tensor": torch.Tensor,
+                "Optional": typing.Optional,
+                "E2M1_MAX": ns_kv["E2M1_MAX"],
+                "get_platform": lambda platform=platform: platform,
+                "_Base": object,
+            }
+            method_cls = t.make_class(
+                F_FP4_KV,
+                "NVFP4KVCacheMethod",
+                ["_Base"],
+                [
+                    "NVFP4KVCacheMethod.__init__",
+                    "NVFP4KVCacheMethod.load_scales_from_model",
+                    "NVFP4KVCacheMethod.get_bmm_scales",
+                ],
+                ns,
+            )
+            scenarios: dict[str, Any] = {}
+            for scenario, (k, v) in NVFP4_SCENARIOS.items():
+                method = method_cls(num_layers=2, device="cpu")
+                layers = [
+                    SimpleNamespace(self_attn=SimpleNamespace(attn=_radix_with(i, k, v)))
+                    for i in range(2)
+                ]
+                # (the model has .layers: resolve_language_model is not reached)
+                fake = {"sglang.srt.model_loader.utils": {"resolve_language_model": None}}
+                with _stub_modules(fake):
+                    method.load_scales_from_model(SimpleNamespace(layers=layers))
+                scenarios[scenario] = {
+                    "layer_k_scale": k,
+                    "layer_v_scale": v,
+                    "k_scales_float": [enc_float(x) for x in method.k_scales_float],
+                    "v_scales_float": [enc_float(x) for x in method.v_scales_float],
+                    "k_scales_gpu": enc_value(method.k_scales_gpu),
+                    "get_bmm_scales_layer0": [enc_float(x) for x in method.get_bmm_scales(0)],
+                }
+            out["devices"][f"sm{sm}"] = {
+                "gpus": what,
+                "platform": dict(vars(platform)),
+                "scenarios": scenarios,
+            }
+        return out
+
+    def _platform_probe_names(self) -> dict[str, str]:
+        """runtime_context._PLATFORM_PROBES: get_platform().<attr> -> utils function."""
+        node = self.tree.node(F_RUNTIME_CTX, "_PLATFORM_PROBES")
+        assert isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+        probes = ast.literal_eval(node.value)
+        return {k: probes[k] for k in ("is_sm90", "is_sm100", "is_sm120")}
+
+    def _platform(self, sm: int, probes: dict[str, str]) -> SimpleNamespace:
+        ns: dict[str, Any] = {
+            "lru_cache": functools.lru_cache,
+            "partial": functools.partial,
+            "List": list,
+            "Tuple": tuple,
+            "is_cuda": lambda: True,
+            "get_device_sm": lambda: sm,
+            "torch": SimpleNamespace(version=SimpleNamespace(cuda="12.9")),
+        }
+        self.tree.exec(F_COMMON, ["_check_cuda_device_version", *probes.values()], ns)
+        return SimpleNamespace(**{attr: bool(ns[fn]()) for attr, fn in probes.items()})
+
+    # -- cited code ------------------------------------------------------------------------
+    def code_facts(self) -> dict[str, Any]:
+        facts = _load_module("kvscale_parity_sglang_code_facts", "sglang_code_facts.py").FACTS
+        out: dict[str, Any] = {}
+        for f in facts:
+            sites = []
+            for rel, line, anchor in f["cites"]:
+                self.tree.tree(rel)  # read through the tree: its sha256 is recorded
+                text = self.tree.path(rel).read_text().split("\n")[line - 1]
+                if anchor not in text:
+                    raise SystemExit(
+                        f"sglang_code_facts.py {f['id']}: {rel}:{line} no longer reads "
+                        f"{anchor!r} (it reads {text.strip()!r})"
+                    )
+                sites.append({"site": f"{rel}:{line}", "code": text.strip()})
+            out[f["id"]] = {"topic": f["topic"], "statement": f["statement"], "sites": sites}
+        return out
+
+
+def _radix_with(layer_id: int, k: float | None, v: float | None) -> SimpleNamespace:
+    def param(x: float | None) -> torch.Tensor | None:
+        return (
+            None
+            if x is None
+            else nn.Parameter(torch.tensor(x, dtype=torch.float32), requires_grad=False)
+        )
+
+    return SimpleNamespace(layer_id=layer_id, k_scale=param(k), v_scale=param(v))
+
+
+def _plain(x: Any) -> Any:
+    return x if x is None or isinstance(x, (str, int, float, bool)) else repr(x)
+
+
+@contextlib.contextmanager
+def _root_log_records(pkg: Path, logger: RecordingLogger) -> Iterator[None]:
+    """Warnings that SGLang's files log through the root logger (``logging.warning(...)``,
+    e.g. models/mistral_large_3.py) go to ``logger`` like its module loggers' do."""
+    import logging
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING and record.pathname.startswith(str(pkg)):
+                logger.records.append(record.getMessage())
+
+    handler = Handler()
+    root = logging.getLogger()
+    root.addHandler(handler)  # (with a handler there, logging.warning adds no stderr one)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def _normalise_paths(obj: Any, case_dir: str) -> Any:

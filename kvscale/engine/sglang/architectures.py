@@ -2981,15 +2981,13 @@ NOT_PROBED: dict[str, str] = {
     "MistralLarge3ForCausalLM": (
         "mistral_large_3.py: background checkpoint: model.layers.0.input_layernorm.weight does "
         "not load into model.layers.0.input_layernorm.weight; logged 'Unrecognized weight: "
-        "model.layers.0.input_layernorm.weight. Skipping.' at "
-        "srt/models/mistral_large_3.py:62; stubs called: regex.fullmatch"
+        "model.layers.0.input_layernorm.weight. Skipping.' at srt/models/mistral_large_3.py:62"
     ),
     "MistralLarge3ForCausalLMEagle": (
         "mistral_large_3_eagle.py: background checkpoint: "
         "model.layers.0.input_layernorm.weight does not load into "
         "model.layers.0.input_layernorm.weight; logged 'Unrecognized weight: "
-        "model.layers.0.input_layernorm.weight. Skipping.' at "
-        "srt/models/mistral_large_3.py:62; stubs called: regex.fullmatch"
+        "model.layers.0.input_layernorm.weight. Skipping.' at srt/models/mistral_large_3.py:62"
     ),
     "MistralModel": (
         "llama_embedding.py: background checkpoint: raise: KeyError: "
