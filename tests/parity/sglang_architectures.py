@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """How every registered SGLang 0.5.23 architecture loads a checkpoint's KV-scale tensors.
 
-    python tests/parity/sglang_architectures.py --sglang-src /tmp/sglang_dl/src \
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sgl_dl/src \
         --out tests/parity/sglang_architectures.json      # about a minute
     python tests/parity/render_tables.py                 # -> kvscale/engine/sglang/architectures.py
-    python tests/parity/sglang_architectures.py --sglang-src /tmp/sglang_dl/src --check
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sgl_dl/src --check
 
 SGLang's architectures do not share one loader: Llama's ``_legacy_load_weights`` calls
 ``maybe_remap_kv_scale_name`` before its stacked q/k/v -> qkv_proj rename, Qwen2's never calls
@@ -16,8 +16,9 @@ registry (every ``EntryClass`` of ``srt/models/*.py``), by *running* each one's 
 of every SGLang file read); ``tests/parity/render_tables.py`` renders
 ``kvscale/engine/sglang/architectures.py`` from it. ``--check`` (also
 ``tests/parity/test_tables.py`` with ``KVSCALE_SGLANG_SRC`` set) re-derives the evidence and
-compares. The parity oracle (``sglang_oracle.py``) uses the same machinery to run these
-loaders on its cases with SGLang's real RadixAttention and quant configs.
+compares. The parity oracle (``sglang_oracle.py``) uses the same World to *build* the
+architectures of its cases with their own ``__init__`` (``Harness(construct=True)``, ``build``)
+and SGLang's real RadixAttention and quant configs, then runs their loaders.
 
 How the code is run (nothing of SGLang is installed or copied; it is read from the extracted
 wheel at run time):
