@@ -9,6 +9,7 @@ must equal the committed evidence.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -26,6 +27,7 @@ TABLES = sorted(render_tables.TABLES, key=str)
 IDS = [t.parent.name for t in TABLES]
 
 
+@functools.cache
 def _evidence(table: Path) -> dict[str, Any]:
     return json.loads(render_tables.TABLES[table][0].read_text())  # type: ignore[no-any-return]
 
