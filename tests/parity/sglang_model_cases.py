@@ -327,30 +327,6 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
             "patch_size": 16,
         },
     },
-    "Gemma3ForCausalLM": {
-        "attention_bias": False,
-        "head_dim": 16,
-        "hidden_activation": "gelu_pytorch_tanh",
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "layer_types": ["sliding_attention", "full_attention"],
-        "max_position_embeddings": 256,
-        "model_type": "gemma3_text",
-        "num_attention_heads": 4,
-        "num_hidden_layers": 2,
-        "num_key_value_heads": 4,
-        "pad_token_id": 0,
-        "query_pre_attn_scalar": 256,
-        "rms_norm_eps": 1e-06,
-        "rope_parameters": {
-            "full_attention": {"rope_theta": 1000000.0, "rope_type": "default"},
-            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
-        },
-        "sliding_window": 4096,
-        "tie_word_embeddings": True,
-        "use_bidirectional_attention": False,
-        "vocab_size": 128,
-    },
     "GptOssForCausalLM": {
         "attention_bias": True,
         "head_dim": 16,
@@ -498,10 +474,12 @@ it; two layers, Gemma-4 four), without ``architectures`` / ``quantization_config
 for _arch in ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"):
     # the DeepSeek-V2-Lite-shaped configs of sglang_cases.py's sgl-arch cases
     MODEL_CONFIGS[_arch] = S.arch_config(_arch, None, **S.ARCH_FIELDS[_arch])
-# Llama-4's text model alone: the multimodal config's text_config
-MODEL_CONFIGS["Llama4ForCausalLM"] = copy.deepcopy(
-    MODEL_CONFIGS["Llama4ForConditionalGeneration"]["text_config"]
-)
+# Llama-4's and Gemma-3's text models alone: the multimodal configs' text_config
+for _arch, _mm in (
+    ("Llama4ForCausalLM", "Llama4ForConditionalGeneration"),
+    ("Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"),
+):
+    MODEL_CONFIGS[_arch] = copy.deepcopy(MODEL_CONFIGS[_mm]["text_config"])
 
 CASES: list[dict[str, Any]] = []
 
