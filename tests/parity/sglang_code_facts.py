@@ -259,3 +259,18 @@ fact(
     ("srt/mem_cache/kv_cache_configurator.py", 2457, "token_to_kv_pool = MLATokenToKVPoolFP4("),
     (P, 5209, "FP4MXBlock16KVQuantizeUtil.batched_quantize("),
 )
+fact(
+    "kvdtype.fp4_mx_block16",
+    "kv_cache_dtypes",
+    "fp4_mx_block16 (MHA): FP4MXBlock16KVCacheMethod keeps the base class's no-op "
+    "load_scales_from_model, and its quantize_and_store ignores the k_scale / v_scale it is "
+    "handed: FP4MXBlock16KVQuantizeUtil.batched_quantize (per-16 block exponents, no global "
+    "scale). Checkpoint scales are unused.",
+    (Q + "fp4_kv_cache_quant_method.py", 342, "def load_scales_from_model(self, model_runner)"),
+    (Q + "fp4_kv_cache_quant_method.py", 771, "class FP4MXBlock16KVCacheMethod("),
+    (
+        Q + "fp4_kv_cache_quant_method.py",
+        860,
+        "FP4MXBlock16KVQuantizeUtil.batched_quantize(cache_k)",
+    ),
+)
