@@ -192,6 +192,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-not-calibrated",
             "nonfinite-activations",
             "scales-replaced",
+            "calibrated-scales-not-loaded",
         ),
     ),
 )
