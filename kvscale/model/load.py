@@ -90,8 +90,12 @@ belongs to an attention module that caches ``[kv_c | k_pe]``; DeepseekV4Config, 
 is another design, has ``qk_rope_head_dim`` but no ``kv_lora_rank``."""
 MLA_WIDTH_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
 LATENT_CACHE_SINCE = "5.15.0"
-"""The first transformers release whose MLA attention caches the latent (5.0-5.14 cache the
-expanded per-head K/V: checked in the 5.0.0, 5.10.0, 5.12.0, 5.13.0 and 5.14.0 wheels)."""
+"""The first transformers release whose MLA attention caches the latent: 5.15.0
+``models/deepseek_v3/modeling_deepseek_v3.py`` line 461 ``past_key_values.update(kv_nope, k_rot,
+...)``; 5.14.0 line 449 caches ``key_states, value_states`` after ``kv_b_proj`` (the expanded
+per-head K/V), as 5.0.0, 5.10.0, 5.12.0 and 5.13.0 do. The probe, run under the 5.14.0 wheel,
+refuses the tiny DeepSeek-V3 of the tests with the expanded-K/V message; under 5.15.0 it records
+latent layers and the capture equals the update oracle to the bit."""
 
 
 class ModelLoadError(InputError):
