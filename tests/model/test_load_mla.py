@@ -79,8 +79,9 @@ def test_other_mla_architectures_are_latent(
 
 def _caching_expanded_kv(attention_class: Any) -> Callable[..., Any]:
     """``attention_class.forward`` as transformers 5.0-5.14 ran MLA: the cache stores the
-    per-head K/V that ``expand_kv`` makes from the latent (the tensors the attention function
-    gets), never the latent itself."""
+    per-head K/V made from the latent (the tensors the attention function gets), never the latent
+    itself (5.14.0 ``modeling_deepseek_v3.py`` line 449). The probe under the real 5.14.0 wheel
+    gives the message the next test expects, with that version in it."""
     latent_forward = attention_class.forward
 
     def forward(
