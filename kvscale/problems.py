@@ -485,6 +485,16 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Compare both with kvscale diff TARGET DIR/checkpoint.",
     ),
     ProblemCode(
+        "calibrated-scales-not-loaded",
+        W,
+        "calibrate: the engine's loader takes no checkpoint name for these layers' k/v scales "
+        "(vLLM 0.33.0's DeepSeek-family loaders, for MLA layers), so it runs them at 1.0 "
+        "whatever a checkpoint holds: kv_scales.json/.safetensors hold the calibrated values, "
+        "and a --checkpoint copy carries no scale for these layers.",
+        "Serve with an engine that loads them (kvscale calibrate --engine sglang writes "
+        "self_attn.k_proj.k_scale), or measure what 1.0 costs: kvscale verify DIR --data FILE.",
+    ),
+    ProblemCode(
         "json-scales-disagree",
         W,
         "normalize --format sglang-json: SGLang's --quantization-param-path file holds one scale "

@@ -193,6 +193,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-not-calibrated",
             "nonfinite-activations",
             "scales-replaced",
+            "calibrated-scales-not-loaded",
         ),
     ),
 )

@@ -31,9 +31,12 @@ from kvscale.core.verify.formats import (
 from kvscale.core.verify.model_run import ModelEval, ModelOptions, run_model
 from kvscale.core.verify.stats import (
     ERROR_LIMIT,
+    LATENT_KINDS,
     SATURATION_LIMIT,
     UNDERFLOW_LIMIT,
     KindStats,
+    latent_activations,
+    run_latent_layer,
     run_layer,
     synthetic_activations,
     with_failure,
@@ -170,7 +173,9 @@ def load_activations(path: Path, target: Target) -> dict[str, Any]:
     first, each tensor bounded by ``max-verify-elements``, and only the tensors of the target's
     layers read (never the whole file)."""
     header = read_header(path)
-    wanted = {f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")}
+    wanted = {
+        f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v", *LATENT_KINDS)
+    }
     present = [name for name in header.tensors if name in wanted]
     limit = MAX_VERIFY_ELEMENTS.value()
     for name in present:
@@ -301,9 +306,28 @@ def verify_target(
     results: list[LayerResult] = []
     synthetic: list[str] = []
     agree_all = True
+    latent_layers: list[str] = []
+    mla_kernel: Callable[..., None] | None = None
+    if kernel is not None:
+        from kvscale.kernel.triton_mla import concat_and_cache_mla
+
+        mla_kernel = concat_and_cache_mla
     for index, layer in enumerate(target.layers):
         agree = host_device_agree(layer)
         agree_all = agree_all and not agree
+        rows = latent_activations(activations, layer.name, activations_path)
+        if rows is not None:
+            # MLA: one latent row per token, written with the k scale; v repeats k.
+            row_stats = run_latent_layer(
+                layer, rows[0], data_label, rows[1], kv_name, fmt, device, mla_kernel, generator
+            )
+            if agree:
+                row_stats = with_failure(row_stats, "; ".join(agree))
+            results.append(LayerResult(layer.name, row_stats, row_stats, not agree))
+            latent_layers.append(layer.name)
+            if progress is not None:
+                progress(ProgressEvent("layers", index + 1, len(target.layers), layer.name))
+            continue
         kv_data: dict[str, tuple[torch.Tensor, str]] = {}
         heads = max(len(layer.k_device), len(layer.v_device))
         layer_fmt = layer.cache.format if layer.cache is not None else None
@@ -353,6 +377,12 @@ def verify_target(
         notes.append(
             f"{len(synthetic)} layer(s) ran on synthetic data: the activations file has no K/V "
             f"for {shown}"
+        )
+    if latent_layers:
+        notes.append(
+            f"{len(latent_layers)} MLA layer(s) cache one latent row [kv_c | k_pe] per token, "
+            "written through concat_and_cache_mla with the k scale: their k and v statistics are "
+            "the row's (the v scale is never read)"
         )
     if not results:
         notes.append("the target has no attention layer with scales to verify")
@@ -478,7 +508,8 @@ def _check_size(tokens: int, target: Target) -> None:
 def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -> None:
     """An activations file that feeds no layer is an input error, naming what was expected."""
     expected = [f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")]
-    if not expected or any(name in tensors for name in expected):
+    latent = [f"{layer.name}.{kind}" for layer in target.layers for kind in LATENT_KINDS]
+    if not expected or any(name in tensors for name in (*expected, *latent)):
         return
     found = sorted(tensors)
     close = sorted(
