@@ -177,6 +177,26 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "(kvscale plan compares them).",
     ),
     ProblemCode(
+        "nvfp4-convention-unknown",
+        INFO,
+        "The checkpoint's NVFP4 k/v values are a global scale, but producers write it under two "
+        "conventions (amax/2688 before ModelOpt 0.42, amax/448 since) and nothing in this "
+        "checkpoint says which: the engine's block scales differ 6x between the two readings, "
+        "both of which are reported (JSON: nvfp4.layers).",
+        "Check the producer and its version; kvscale normalize --nvfp4-convention-from "
+        "amax/448|amax/2688 --nvfp4-convention TARGET rewrites the values for a known target.",
+    ),
+    ProblemCode(
+        "nvfp4-block-scales-out-of-range",
+        W,
+        "What the engine computes from the NVFP4 global scale puts the per-16 e4m3 block scales "
+        "outside the range the format is used with: above 448 the largest blocks saturate; with "
+        "a global scale above amax/448 every block scale shrinks (SGLang's x6 on SM100 applied "
+        "to an amax/448 checkpoint leaves the largest at 12.4) and more blocks store zeros.",
+        "Rewrite the values for the engine and GPU (kvscale normalize --nvfp4-convention "
+        "engine --gpu-arch ARCH), or recalibrate (kvscale calibrate --kv-cache-dtype nvfp4).",
+    ),
+    ProblemCode(
         "layers-kept-unquantized",
         INFO,
         "--kv-cache-dtype-skip-layers (or a format's own boundary layers, e.g. TurboQuant's "

@@ -431,3 +431,63 @@ def test_smollm2_one_scale_128x_too_small_fails_layer_and_gate(
     assert doc["layers"][3]["k"]["saturated"] > 0.5
     assert doc["model_eval"]["kl_mean"] > 0.1 and doc["model_eval"]["ppl_increase"] > 0.05
     assert "more than --max-kl 0.02" in doc["model_eval"]["failures"][0]
+
+
+@pytest.mark.parametrize(
+    ("args", "convention", "why"),
+    [
+        ((), "amax/448", "what vllm 0.33.0 turns into amax/448 on every GPU"),
+        (("--nvfp4-convention", "amax/2688"), "amax/2688", "--nvfp4-convention"),
+    ],
+)
+def test_calibrate_nvfp4_writes_global_scales_in_the_engines_convention(
+    tmp_path: Path, llama: Path, data: Path, args: tuple[str, ...], convention: str, why: str
+) -> None:
+    out = tmp_path / "out"
+    result = run(
+        "calibrate", llama, "--data", data, "--out", out, "--device", "cpu",
+        "--kv-cache-dtype", "nvfp4", "--checkpoint", *args, "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads((out / "kv_scales.json").read_text())
+    divisor = 448.0 if convention == "amax/448" else 2688.0
+    assert doc["kv_cache_dtype"] == "nvfp4"
+    assert doc["calibration"]["nvfp4"] == {"convention": convention, "divisor": divisor, "why": why}
+    assert doc["layers"]
+    for layer in doc["layers"].values():
+        for kind in ("k", "v"):
+            assert layer[f"{kind}_scale"] == f32(f32(layer[f"{kind}_amax"]) / divisor)
+    inspected = json.loads(
+        run("inspect", out / "checkpoint", "--kv-cache-dtype", "nvfp4", "--json").stdout
+    )
+    assert inspected["nvfp4"]["convention"] == convention
+    assert inspected["nvfp4"]["evidence"] == "kvscale wrote them (shard metadata)"
+    states = {r["state"] for lay in inspected["nvfp4"]["layers"] for r in lay["k"] + lay["v"]}
+    assert states == {"in-range"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--engine", "sglang"), "reads NVFP4 global scales differently per GPU"),
+        (("--strategy", "head"), "an NVFP4 cache has one global scale per layer"),
+        (("--nvfp4-convention", "amax/1"), "--nvfp4-convention 'amax/1' is not a convention"),
+    ],
+)
+def test_calibrate_nvfp4_bad_input(
+    tmp_path: Path, llama: Path, data: Path, args: tuple[str, ...], message: str
+) -> None:
+    out = tmp_path / "out"
+    result = run(
+        "calibrate", llama, "--data", data, "--out", out, "--device", "cpu",
+        "--kv-cache-dtype", "nvfp4", *args,
+    )  # fmt: skip
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert not out.exists()
+
+
+def test_calibrate_nvfp4_convention_needs_nvfp4(tmp_path: Path, llama: Path, data: Path) -> None:
+    result = run("calibrate", llama, "--data", data, "--out", tmp_path / "o", "--device", "cpu",
+                 "--nvfp4-convention", "amax/448")  # fmt: skip
+    assert result.exit_code == 2
+    assert "--nvfp4-convention applies to NVFP4 global scales" in result.stderr

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvscale.engine.options import Platform
+from kvscale.engine.options import GPU_ARCHS, Platform
 from kvscale.engine.registry import ENGINES, EngineName, kv_cache_dtypes
 
 
@@ -112,8 +112,29 @@ GpuArchOpt = Annotated[
         "--gpu-arch",
         help="The GPU generation you serve on, where it changes what the engine computes from "
         "the scales (SGLang's NVFP4 global scale on SM100) or which vLLM attention backends run "
-        "the KV-cache dtype: sm80, sm86, sm89, sm90, sm100, sm103, sm120, sm121.",
+        "the KV-cache dtype: " + ", ".join(GPU_ARCHS) + ".",
         metavar="ARCH",
+        show_default=False,
+    ),
+]
+Nvfp4ConventionOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--nvfp4-convention",
+        help="Rewrite the NVFP4 global scales (k/v of an nvfp4 KV cache) to amax/448 (ModelOpt "
+        ">= 0.42), amax/2688 (ModelOpt < 0.42) or engine: the values the chosen --engine turns "
+        "into amax/448 on --gpu-arch (SGLang multiplies by 6 on SM100/SM103).",
+        metavar="amax/448|amax/2688|engine",
+        show_default=False,
+    ),
+]
+Nvfp4ConventionFromOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--nvfp4-convention-from",
+        help="The convention the checkpoint's NVFP4 values follow, where it does not say "
+        "(kvscale reads it from ModelOpt's producer version): amax/448 or amax/2688.",
+        metavar="amax/448|amax/2688",
         show_default=False,
     ),
 ]

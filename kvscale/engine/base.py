@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
+from kvscale.nvfp4_conventions import EngineGlobalScale
 
 if TYPE_CHECKING:
     from kvscale.engine.options import EngineOptions
@@ -438,6 +439,15 @@ class Engine(ABC):
     def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
         """The backends that honour per-head k/v scales with this dtype (none by default)."""
         return ()
+
+    def nvfp4_global_scales(
+        self, value: float, gpu_arch: str | None
+    ) -> tuple[EngineGlobalScale, ...]:
+        """The global dequantization scale the engine's NVFP4 cache takes from a layer's
+        resolved k or v value, per group of GPUs it treats alike (one group when ``gpu_arch``
+        is given). Default: the value unchanged everywhere (vLLM 0.33.0: ``ModelOptKVCacheMethod``
+        adds nothing, model_executor/layers/quantization/modelopt.py)."""
+        return (EngineGlobalScale(gpu_arch or "all", value, "unchanged"),)
 
     def serve_command(
         self,

@@ -50,7 +50,7 @@ def parse_platform(value: str | Platform) -> Platform:
         raise UsageError(f"unknown platform {value!r}", hint="use ocp or fnuz") from None
 
 
-GPU_ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121")
+GPU_ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121")
 """``--gpu-arch`` values: NVIDIA compute capabilities whose FP8/FP4 KV-cache paths differ."""
 
 

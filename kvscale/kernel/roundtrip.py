@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import torch
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.kernel.mla import dequantize_mla, reference_concat_and_cache_mla, vllm_mla_skip_scale
 from kvscale.kernel.reference import quantize_to_bits
@@ -124,3 +125,31 @@ def mla_latent_roundtrip(
         return torch.cat([read.kv_c, read.k_pe], dim=1)
 
     return roundtrip
+
+
+def format_roundtrip(
+    fmt: CacheFormat,
+    kv_cache_dtype: str,
+    scale: torch.Tensor,
+    quantize: QuantizeFn | None = None,
+) -> Roundtrip:
+    """The round trip of one K or V cache (not a latent row) in ``fmt``: FP8 per tensor or per
+    head at ``scale`` (through ``quantize`` when given: an engine's or a kernel's write), NVFP4
+    with ``scale`` as the global scale the engine computed, the per-token-head formats (which
+    read no scale), or unquantized. A format kvscale has no reference writer for is a
+    ValueError (callers list it as not measurable first)."""
+    from kvscale.kernel.formats import FP8_FORMATS
+
+    if fmt.scale_use is ScaleUse.NONE:
+        return unquantized_roundtrip
+    if fmt.reference is None:
+        raise ValueError(f"kvscale has no reference writer for {fmt.name}")
+    if fmt.scale_use is ScaleUse.IN_CACHE:
+        return per_token_head_roundtrip(kv_cache_dtype)
+    if fmt.scale_use is ScaleUse.GLOBAL_SCALE:
+        if scale.numel() != 1:
+            raise ValueError("an NVFP4 cache has one global scale per layer and kind")
+        return nvfp4_roundtrip(float(scale.reshape(-1)[0]), kv_cache_dtype)
+    if fmt.fp8 is None:
+        raise ValueError(f"{fmt.name} is not an FP8 format")
+    return fp8_roundtrip(scale, FP8_FORMATS[fmt.fp8], quantize)

@@ -60,7 +60,7 @@ from kvscale.model.hook import (
     quiet_transformers,
 )
 from kvscale.model.load import AttentionLayer, LoadedModel, UnsupportedModelError
-from kvscale.model.scales import check_scale_options, kv_scales
+from kvscale.model.scales import E4M3_MAX, check_scale_options, kv_scales
 from kvscale.progress import ProgressEvent, ProgressFn
 
 __all__ = [
@@ -125,13 +125,13 @@ class CaptureResult:
         """Engine names of layers whose K or V held NaN/inf (reported, no scale: exit 1)."""
         return tuple(lc.name for lc in self.layers if not (lc.k_finite and lc.v_finite))
 
-    def scales(self) -> dict[str, tuple[Amax | None, Amax | None]]:
-        """Engine layer name -> (k_scale, v_scale) by ``scales.kv_scales``; None for a kind
-        with non-finite activations."""
+    def scales(self, divisor: float = E4M3_MAX) -> dict[str, tuple[Amax | None, Amax | None]]:
+        """Engine layer name -> (k_scale, v_scale) by ``scales.kv_scales`` (``divisor``: 448
+        for FP8, an NVFP4 convention's); None for a kind with non-finite activations."""
         out: dict[str, tuple[Amax | None, Amax | None]] = {}
         for lc in self.layers:
-            k = _scale(lc.k_amax, self.headroom, self.min_scale)
-            v = _scale(lc.v_amax, self.headroom, self.min_scale)
+            k = _scale(lc.k_amax, self.headroom, self.min_scale, divisor)
+            v = _scale(lc.v_amax, self.headroom, self.min_scale, divisor)
             out[lc.name] = (k, v)
         return out
 
@@ -141,10 +141,10 @@ def _finite(value: Amax) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
-def _scale(amax: Amax, headroom: float, min_scale: float) -> Amax | None:
+def _scale(amax: Amax, headroom: float, min_scale: float, divisor: float = E4M3_MAX) -> Amax | None:
     if not _finite(amax):
         return None
-    return kv_scales(amax, headroom=headroom, min_scale=min_scale)
+    return kv_scales(amax, headroom=headroom, min_scale=min_scale, divisor=divisor)
 
 
 def holdout_indices(num_samples: int, fraction: float) -> tuple[int, ...]:

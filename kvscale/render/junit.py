@@ -159,6 +159,8 @@ CHECKS: tuple[Check, ...] = (
             "backend-refuses-scale",
             "backend-unsupported-dtype",
             "no-in-tree-backend",
+            "nvfp4-convention-unknown",
+            "nvfp4-block-scales-out-of-range",
         ),
     ),
     # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.

@@ -101,20 +101,29 @@ def _model_eval_json(model_eval: ModelEval | None) -> dict[str, Any] | None:
         "max_ppl_increase": model_eval.max_ppl_increase,
         "max_kl": model_eval.max_kl,
         "failures": list(model_eval.failures),
+        "variants": [v.to_json() for v in model_eval.variants],
     }
 
 
 def model_eval_line(model_eval: ModelEval) -> str:
-    """The end-to-end numbers in one line."""
-    return (
+    """The end-to-end numbers in one line (more variants: one more line each)."""
+    line = (
         f"model {model_eval.model} on {model_eval.tokens} tokens ({model_eval.samples} samples, "
         f"{model_eval.dtype} on {model_eval.device}): perplexity {model_eval.ppl_unquantized:.4f} "
-        f"unquantized, {model_eval.ppl_fp8:.4f} with the FP8 cache "
+        f"unquantized, {model_eval.ppl_fp8:.4f} with the target's cache "
         f"({model_eval.ppl_increase:+.2%}), {model_eval.ppl_unit_scales:.4f} with every scale "
         f"1.0; KL vs unquantized: mean {model_eval.kl_mean:.3g}, max {model_eval.kl_max:.3g} "
         f"(scales 1.0: mean {model_eval.kl_mean_unit_scales:.3g}, max "
         f"{model_eval.kl_max_unit_scales:.3g})"
     )
+    for v in model_eval.variants:
+        if v.name in ("target", "unit_scales"):
+            continue
+        line += (
+            f"\n  {v.name} ({v.description}): perplexity {v.ppl:.4f}, KL mean "
+            f"{v.kl_mean:.3g}, max {v.kl_max:.3g}"
+        )
+    return line
 
 
 def _pct(value: float) -> str:

@@ -295,6 +295,7 @@ def verify_target(
                 saved,
                 progress,
                 engine_write,
+                options.engine,
             )
             activations = load_activations(saved, target)
         data_label = "model"
