@@ -22,8 +22,8 @@ torch = pytest.importorskip("torch")
 
 from safetensors.torch import load_file, save_file  # noqa: E402
 from support.checkpoints import quant_config  # noqa: E402
+from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples, save_tiny  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
 from kvscale.model.capture import capture_with_cache  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

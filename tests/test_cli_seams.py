@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.engine.options import EngineOptions

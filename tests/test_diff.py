@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.checkpoints import quant_config
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.core.diff import (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

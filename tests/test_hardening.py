@@ -38,7 +38,7 @@ from support.checkpoints import (
     write_checkpoint,
     write_scalar_checkpoint,
 )
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale import scales_file
 from kvscale.cli import app

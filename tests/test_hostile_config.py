@@ -498,7 +498,7 @@ def test_messages_name_the_full_path(ckpt_kit: SimpleNamespace) -> None:
 
 
 def test_verify_fails_when_the_engine_refuses_every_layer(ckpt_kit: SimpleNamespace) -> None:
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.errors import CheckpointLayoutError

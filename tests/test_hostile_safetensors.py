@@ -865,7 +865,7 @@ def test_messages_truncate_giant_names(ckpt_kit: SimpleNamespace) -> None:
 
 def test_layer_index_with_thousands_of_digits(ckpt_kit: SimpleNamespace) -> None:
     import torch
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 
@@ -881,7 +881,7 @@ def test_layer_index_with_thousands_of_digits(ckpt_kit: SimpleNamespace) -> None
 
 
 def test_undecodable_scale_dtype_on_compressed_tensors(ckpt_kit: SimpleNamespace) -> None:
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 

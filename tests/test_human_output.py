@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

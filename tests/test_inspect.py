@@ -13,7 +13,7 @@ import pytest
 import torch
 from support.checkpoints import attention_weights, quant_config, tensor, write_checkpoint
 from support.checkpoints import llama_config as config
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint

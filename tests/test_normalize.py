@@ -14,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from support.checkpoints import llama_config
+from support.cli import CliRunner
 from support.normalize import (
     CASES,
     CASES_BY_NAME,
@@ -29,7 +30,6 @@ from support.normalize import (
     weights,
     write_dir,
 )
-from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.conventions import NORMALIZED_MARK

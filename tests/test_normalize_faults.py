@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import CliRunner
 from support.normalize import tree_bytes
-from typer.testing import CliRunner
 
 from kvscale.cli import app
 from kvscale.core.normalize import (

@@ -197,8 +197,8 @@ def test_reflink_on_xfs(xfs: Path) -> None:
     """Shards without scale changes share extents with the source (no bytes copied)."""
     import subprocess
 
+    from support.cli import CliRunner
     from test_normalize_faults import build_big
-    from typer.testing import CliRunner
 
     from kvscale.cli import app
 

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.cli.output import Output

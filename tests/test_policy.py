@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from support.checkpoints import quant_config
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.engine.options import EngineOptions

@@ -71,7 +71,7 @@ def inspect(
 ) -> tuple[int, dict[str, Any]]:
     key = (str(checkpoints[name]), engine, platform, kv)
     if key not in _RUNS:
-        from typer.testing import CliRunner
+        from support.cli import CliRunner
 
         from kvscale.cli import app
 

@@ -21,7 +21,7 @@ from support.checkpoints import (
     write_checkpoint,
     write_scalar_checkpoint,
 )
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

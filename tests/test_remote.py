@@ -734,7 +734,7 @@ def test_spans_never_assume_an_order() -> None:
 
 
 def _cli(*args: object) -> Any:
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 

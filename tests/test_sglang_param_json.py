@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import save_file
 from support.checkpoints import llama_config as config
 from support.checkpoints import quant_config, tensor, write_checkpoint
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 from kvscale.core.verify.run import VerifyOptions, verify_target

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from support.cli import CliRunner
 
 from kvscale.cli import app
 

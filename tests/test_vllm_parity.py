@@ -74,7 +74,7 @@ def test_golden_covers_the_catalogue() -> None:
 
 @pytest.mark.parametrize("name", CASE_NAMES, ids=CASE_NAMES)
 def test_inspect_matches_vllm(name: str, tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 

@@ -91,9 +91,8 @@ class HostileRunner:
     def cli(self, case: Any, *, json_mode: bool, extra: tuple[str, ...] = ()) -> None:
         import time
 
-        from typer.testing import CliRunner
-
         from kvscale.cli import app
+        from support.cli import CliRunner
 
         path = case.build(self.kit)
         before = tree_state(self.kit.tmp)
@@ -121,9 +120,8 @@ class HostileRunner:
         both cases nothing is written: ``--out`` must not exist afterwards.
         """
 
-        from typer.testing import CliRunner
-
         from kvscale.cli import app
+        from support.cli import CliRunner
 
         path = case.build(self.kit)
         out = self.kit.tmp / "_normalized"
