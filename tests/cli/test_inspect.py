@@ -14,6 +14,7 @@ import torch
 from support.checkpoints import attention_weights, quant_config, tensor, write_checkpoint
 from support.checkpoints import llama_config as config
 from support.cli import CliRunner
+from support.paths import ROOT
 
 from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
@@ -476,7 +477,7 @@ def test_inspect_of_a_local_path_imports_only_what_it_runs() -> None:
         "         'kvscale.core.normalize', 'kvscale.core.verify']\n"
         "print(sorted(m for m in heavy if m in sys.modules), built)\n"
     )
-    root = Path(__file__).parents[1]
+    root = ROOT
     env = {k: v for k, v in os.environ.items() if not k.endswith("_COMPLETE")}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 from support.cli import CliRunner
+from support.paths import GOLDEN
 
 from kvscale.cli import app
 
 runner = CliRunner()
-GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("KVSCALE_UPDATE_GOLDEN", "") not in ("", "0", "false", "no")
 
 P = "model.layers.{}.self_attn"

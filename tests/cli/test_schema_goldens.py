@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 from support.cli import CliRunner
+from support.paths import GOLDEN, ROOT
 
 from kvscale.cli import app
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("KVSCALE_UPDATE_GOLDEN", "") not in ("", "0", "false", "no")
 MEASURED = ("absmax", "saturated", "underflow", "rel_rms_error")
 

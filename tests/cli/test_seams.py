@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 from support.cli import CliRunner
+from support.paths import EXAMPLES
 
 from kvscale.cli import app
 from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm-compressor-fp8"
+EXAMPLE = EXAMPLES / "llm-compressor-fp8"
 runner = CliRunner()
 
 ENGINE_FLAGS = [

@@ -13,6 +13,7 @@ from safetensors.torch import save_file
 from support.checkpoints import llama_config as config
 from support.checkpoints import quant_config, tensor, write_checkpoint
 from support.cli import CliRunner
+from support.paths import EXAMPLES
 
 from kvscale.cli import app
 from kvscale.core.verify.run import VerifyOptions, verify_target
@@ -20,7 +21,6 @@ from kvscale.core.verify.stats import SATURATION_LIMIT, synthetic_activations
 from kvscale.core.verify.target import LayerScales, host_device_agree
 from kvscale.kernel.formats import E4M3FN
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ACTIVATIONS = EXAMPLES / "activations" / "tiny-llama-kv.safetensors"
 runner = CliRunner()
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 from support.cli import CliRunner
+from support.paths import EXAMPLES
 
 from kvscale.cli import app
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ACTIVATIONS = EXAMPLES / "activations" / "tiny-llama-kv.safetensors"
 
 

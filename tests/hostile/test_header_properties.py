@@ -29,13 +29,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.paths import TESTS
 
 from kvscale.errors import KVScaleError, SafetensorsFormatError
 from kvscale.io.safetensors import parse_header, read_header
 
 
 def _load_fuzz_module() -> ModuleType:
-    path = Path(__file__).parent / "fuzz" / "fuzz_header.py"
+    path = TESTS / "fuzz" / "fuzz_header.py"
     spec = importlib.util.spec_from_file_location("_kvscale_fuzz_header", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

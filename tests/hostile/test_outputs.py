@@ -39,6 +39,7 @@ from support.checkpoints import (
     write_scalar_checkpoint,
 )
 from support.cli import CliRunner
+from support.paths import ROOT
 
 from kvscale import scales_file
 from kvscale.cli import app
@@ -52,7 +53,7 @@ from kvscale.engine.options import EngineOptions
 from kvscale.errors import KVScaleError
 from kvscale.io.staging import MANIFEST_NAME, is_own_output
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 P = "model.layers.{}.self_attn"
 L0 = "model.layers.0.self_attn.attn"
 SCALES = {f"{P.format(0)}.k_scale": 0.5, f"{P.format(0)}.v_scale": 0.25}

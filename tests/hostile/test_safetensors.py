@@ -14,7 +14,6 @@ The messages mirror the checks of huggingface/safetensors ``Metadata::validate``
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -30,6 +29,8 @@ import pytest
 
 from kvscale.errors import KVScaleError, LimitExceededError, SafetensorsFormatError
 from kvscale.io.safetensors import read_header, read_tensor_bytes
+from tests.hostile.test_config import CATALOGUE as CONFIG_CATALOGUE
+from tests.hostile.test_layouts import CATALOGUE as LAYOUT_CATALOGUE
 
 K = "model.layers.0.self_attn.k_scale"
 V = "model.layers.0.self_attn.v_scale"
@@ -690,23 +691,7 @@ def test_catalogue(hostile: Any, case: Case, json_mode: bool) -> None:
 # --- one subprocess test over every catalogue ---------------------------------------------------
 
 
-def _sibling_catalogue(module: str) -> list[Any]:
-    """Another test module's CATALOGUE, loaded by path (works under any pytest import mode)."""
-    path = Path(__file__).with_name(f"{module}.py")
-    if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location(f"_kvscale_catalogue_{module}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return list(mod.CATALOGUE)
-
-
-ALL_CASES = [
-    *CATALOGUE,
-    *_sibling_catalogue("test_hostile_layouts"),
-    *_sibling_catalogue("test_hostile_config"),
-]
+ALL_CASES = [*CATALOGUE, *LAYOUT_CATALOGUE, *CONFIG_CATALOGUE]
 
 
 @pytest.mark.slow

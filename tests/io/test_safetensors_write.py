@@ -198,9 +198,9 @@ def test_reflink_on_xfs(xfs: Path) -> None:
     import subprocess
 
     from support.cli import CliRunner
-    from test_normalize_faults import build_big
 
     from kvscale.cli import app
+    from tests.hostile.test_normalize_faults import build_big
 
     src = build_big(xfs / "src", 16)  # the last shard holds no scales
     result = CliRunner().invoke(

@@ -7,13 +7,13 @@ import math
 import subprocess
 import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.paths import ROOT
 
 from kvscale.kernel import (
     CacheWriteArgumentError,
@@ -65,7 +65,7 @@ def test_formats_are_frozen() -> None:
 
 
 def test_formats_module_does_not_import_torch() -> None:
-    source = (Path(__file__).parents[1] / "kvscale" / "kernel" / "formats.py").read_text()
+    source = (ROOT / "kvscale" / "kernel" / "formats.py").read_text()
     imported = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):

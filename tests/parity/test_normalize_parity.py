@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 from support import vllm_oracle
+from support.paths import PARITY
 
 from kvscale.core.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
 from kvscale.engine.options import EngineOptions
 
-PARITY = Path(__file__).resolve().parent / "parity"
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 

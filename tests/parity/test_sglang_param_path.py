@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from support.cli import CliRunner
+from support.paths import EXAMPLES
 
 from kvscale.cli import app
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 runner = CliRunner()
 
 

@@ -28,8 +28,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from support.paths import PARITY
 
-PARITY = Path(__file__).resolve().parent / "parity"
 GOLDEN = PARITY / "vllm_expected.json"
 ARCH_DROP = PARITY / "arch_output_scale_drop.json"
 ORACLE = PARITY / "vllm_oracle.py"

@@ -17,10 +17,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.paths import ROOT
 
 pytestmark = pytest.mark.slow  # runs the templates' scenarios end to end (seconds each)
 
-ROOT = Path(__file__).resolve().parent.parent
 CI = ROOT / "examples" / "ci"
 GOOD = ROOT / "examples" / "llm-compressor-fp8"
 BROKEN = ROOT / "examples" / "broken"

@@ -12,12 +12,12 @@ from types import ModuleType
 
 import pytest
 from support.cli import CliRunner
+from support.paths import ROOT
 
 from kvscale.cli import app
 from kvscale.problems import CATALOGUE
 from kvscale.render.junit import CHECKS
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 runner = CliRunner()

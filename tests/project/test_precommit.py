@@ -23,8 +23,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "examples" / "llm-compressor-fp8"
 BROKEN = ROOT / "examples" / "broken"
 

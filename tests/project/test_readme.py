@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

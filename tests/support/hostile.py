@@ -91,8 +91,9 @@ class HostileRunner:
     def cli(self, case: Any, *, json_mode: bool, extra: tuple[str, ...] = ()) -> None:
         import time
 
-        from kvscale.cli import app
         from support.cli import CliRunner
+
+        from kvscale.cli import app
 
         path = case.build(self.kit)
         before = tree_state(self.kit.tmp)
@@ -120,8 +121,9 @@ class HostileRunner:
         both cases nothing is written: ``--out`` must not exist afterwards.
         """
 
-        from kvscale.cli import app
         from support.cli import CliRunner
+
+        from kvscale.cli import app
 
         path = case.build(self.kit)
         out = self.kit.tmp / "_normalized"

@@ -18,12 +18,12 @@ from typing import Any
 
 import torch
 from safetensors.torch import save_file
+from support.checkpoints import llama_config
+from support.checkpoints import quant_config as qc
 
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
 from kvscale.engine.options import EngineOptions
 from kvscale.io.safetensors import read_header
-from support.checkpoints import llama_config
-from support.checkpoints import quant_config as qc
 
 P = "model.layers.{}.self_attn"
 

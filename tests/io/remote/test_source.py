@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from support.hub_server import Hostile, HubServer
+from support.paths import ROOT
 
 from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
 from kvscale.engine.options import EngineOptions
@@ -44,7 +45,6 @@ from kvscale.render.inspect import inspect_json
 
 pytest.importorskip("huggingface_hub")
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(
     p.name for p in (ROOT / "examples").iterdir() if p.is_dir() and any(p.glob("*.safetensors"))
 )
