@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.checkpoints import quant_config
+from support.checkpoints import (
+    quant_config,
+    write_scalar_checkpoint,
+)
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
-from support.cli import CliRunner
+from support.cli import CliRunner, run_cli
 
 from kvscale.cli import app
 from kvscale.core.diff import (
@@ -555,3 +558,26 @@ def test_core_api_returns_dataclasses(pair_126: tuple[Path, Path]) -> None:
     assert [layer.name for layer in result.layers if layer.status == "changed"] == [L.format(77)]
     assert result.largest is not None and result.largest[0].name == L.format(77)
     assert not result.ok
+
+
+def _scalar(tmp: Path, name: str, k: float) -> Path:
+    return write_scalar_checkpoint(
+        tmp / name,
+        {"model.layers.0.self_attn.k_scale": k, "model.layers.0.self_attn.v_scale": 0.25},
+        1,
+    )
+
+
+@pytest.mark.parametrize(("a", "b"), [(1.28, 0.01), (0.01, 1.28)])
+def test_a_128x_shrink_trips_the_gate_like_a_128x_growth(
+    tmp_path: Path, a: float, b: float
+) -> None:
+    """Issue 10, defect 3: a 128x shrink reported 0.992 and passed ``--max-rel-change 1``; the
+    growth reported 127."""
+    first, second = _scalar(tmp_path, "a", a), _scalar(tmp_path, "b", b)
+    result = run_cli("diff", first, second, "--max-rel-change", "1", "--json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    (layer,) = doc["layers"]
+    assert layer["max_kind"] == "k_scale" and layer["status"] == "changed"
+    assert layer["max_rel_change"] == layer["scales"]["k_scale"]["rel_change"] == 127.0

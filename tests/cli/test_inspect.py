@@ -11,10 +11,18 @@ from typing import Any
 
 import pytest
 import torch
-from support.checkpoints import attention_weights, quant_config, tensor, write_checkpoint
+from support.checkpoints import (
+    attention_weights,
+    gemma2_quark_checkpoint,
+    llama_config,
+    quant_config,
+    tensor,
+    write_checkpoint,
+    write_scalar_checkpoint,
+)
 from support.checkpoints import llama_config as config
-from support.cli import CliRunner
-from support.paths import ROOT
+from support.cli import CliRunner, run_cli, run_cli_json
+from support.paths import EXAMPLES, ROOT
 
 from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
@@ -483,3 +491,209 @@ def test_inspect_of_a_local_path_imports_only_what_it_runs() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env
     )
     assert out.stdout.strip() == "[] ['inspect']"
+
+
+ACTIVATIONS = EXAMPLES / "activations" / "tiny-llama-kv.safetensors"
+
+
+def test_advice_for_a_dropped_name_is_what_normalize_does(tmp_path: Path) -> None:
+    """Issue 10, defect 5: inspect said "rename it (kvscale normalize does this)" and normalize
+    then refused."""
+    ckpt = gemma2_quark_checkpoint(tmp_path)
+    code, doc = run_cli_json("inspect", ckpt, "--kv-cache-dtype", "fp8")
+    assert code == 1
+    assert {p["code"] for p in doc["problems"] if p["severity"] == "error"} == {
+        "dropped-by-architecture"
+    }
+    out = tmp_path / "fixed"
+    result = run_cli("normalize", ckpt, "--out", out, "--checkpoint", "--kv-cache-dtype", "fp8")
+    assert result.exit_code == 0, result.stderr
+    assert "name-repaired" in result.stderr
+    code, fixed = run_cli_json("inspect", out / "checkpoint", "--kv-cache-dtype", "fp8")
+    assert code == 0
+    assert [(layer["k_scale"], layer["v_scale"]) for layer in fixed["layers"]] == [
+        (float(torch.tensor(0.02).bfloat16()), float(torch.tensor(0.005).bfloat16()))
+    ] * 4
+    # Without --checkpoint nothing is written, and the message says what will.
+    scales_only = run_cli("normalize", ckpt, "--out", tmp_path / "s", "--kv-cache-dtype", "fp8")
+    assert scales_only.exit_code == 1
+    assert "normalize --checkpoint rewrites these names" in scales_only.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_float32_modelopt_scales_under_bf16_pass_strict(tmp_path: Path) -> None:
+    """Issue 10, defect 6: float32 ModelOpt scales under a bf16 model were precision-lost and
+    failed --strict (normal rounding is no precision loss)."""
+    ckpt = write_scalar_checkpoint(
+        tmp_path / "modelopt",
+        {
+            "model.layers.0.self_attn.k_proj.k_scale": 0.3,
+            "model.layers.0.self_attn.v_proj.v_scale": 0.1,
+        },
+        1,
+        quant_config("modelopt"),
+    )
+    code, doc = run_cli_json("inspect", ckpt, "--strict")
+    assert code == 0 and doc["problems"] == []
+    assert doc["rounding"] == {
+        "dtype": "bfloat16",
+        "values": 2,
+        "max_rel_change": abs(0.30078125 - float(torch.tensor(0.3))) / float(torch.tensor(0.3)),
+    }
+    assert doc["layers"][0]["k_scale"] == 0.30078125
+    human = run_cli("inspect", ckpt, "--strict").stdout
+    assert (
+        "note: the engine rounds 2 checkpoint scale value(s) to bfloat16 (largest relative change "
+        "2.60e-03, within normal rounding)"
+    ) in human
+
+
+def test_subnormal_rounding_is_flagged(tmp_path: Path) -> None:
+    """Rounding into a subnormal is still precision-lost (the other side of issue 10, defect 6)."""
+    ckpt = write_scalar_checkpoint(
+        tmp_path / "tiny",
+        {
+            "model.layers.0.self_attn.k_proj.k_scale": 1e-6,
+            "model.layers.0.self_attn.v_proj.v_scale": 0.25,
+        },
+        1,
+        quant_config("modelopt"),
+    )
+    config = json.loads((ckpt / "config.json").read_text())
+    config["torch_dtype"] = "float16"
+    (ckpt / "config.json").write_text(json.dumps(config))
+    code, doc = run_cli_json("inspect", ckpt)
+    lost = [p for p in doc["problems"] if p["code"] == "precision-lost"]
+    assert len(lost) == 1 and "subnormal in float16" in lost[0]["message"]
+
+
+def test_no_attention_layer_is_an_error() -> None:
+    """Issue 10, defect 7: inspect of the activations file said "OK: 0 attention layers",
+    exit 0."""
+    code, doc = run_cli_json("inspect", ACTIVATIONS)
+    assert code == 1
+    assert [p["code"] for p in doc["problems"] if p["severity"] == "error"] == [
+        "no-attention-layers"
+    ]
+    result = run_cli("inspect", ACTIVATIONS)
+    assert "OK" not in result.stdout and result.stdout.strip().splitlines()[-1].startswith("FAIL")
+
+
+def _affine(tmp: Path) -> Path:
+    tensors: dict[str, float] = {}
+    for i in range(2):
+        prefix = f"model.layers.{i}.self_attn"
+        tensors |= {
+            f"{prefix}.k_proj.k_scale": 0.5,
+            f"{prefix}.v_proj.v_scale": 0.25,
+            f"{prefix}.k_proj.k_bias": 0.125,
+            f"{prefix}.v_proj.v_bias": 0.0,
+        }
+    return write_scalar_checkpoint(tmp / "affine", tensors, 2, quant_config("modelopt"))
+
+
+def test_affine_kv_bias_is_refused_by_vllm(tmp_path: Path) -> None:
+    """KV-scheme tensors no engine parameter takes (issue 10, defect 8)."""
+    code, doc = run_cli_json("inspect", _affine(tmp_path))
+    assert code == 1
+    (bias,) = [p for p in doc["problems"] if p["code"] == "unloadable-kv-tensor"]
+    assert bias["severity"] == "error"
+    assert bias["layers"] == ["model.layers.0.self_attn.attn", "model.layers.1.self_attn.attn"]
+    assert "vLLM 0.33 has no parameter for an affine KV-cache bias" in bias["message"]
+    assert [layer["rule"] for layer in doc["layers"]] == ["error", "error"]
+    assert "qkv_proj.k_bias" in doc["layers"][0]["error"]
+
+
+def test_affine_kv_bias_is_dropped_by_sglang(tmp_path: Path) -> None:
+    code, doc = run_cli_json("inspect", _affine(tmp_path), "--engine", "sglang")
+    assert code == 0
+    (bias,) = [p for p in doc["problems"] if p["code"] == "ignored-kv-tensor"]
+    assert bias["severity"] == "warning"
+    assert [(layer["k_scale"], layer["v_scale"]) for layer in doc["layers"]] == [(0.5, 0.25)] * 2
+
+
+def test_fnuz_precision_lost_quotes_the_doubled_value(tmp_path: Path) -> None:
+    """Messages state the value held (issue 10, defect 9)."""
+    ckpt = write_scalar_checkpoint(
+        tmp_path / "tiny",
+        {
+            "model.layers.0.self_attn.k_proj.k_scale": 1e-6,
+            "model.layers.0.self_attn.v_proj.v_scale": 0.25,
+        },
+        1,
+        quant_config("modelopt"),
+    )
+    config = json.loads((ckpt / "config.json").read_text())
+    config["torch_dtype"] = "float16"
+    (ckpt / "config.json").write_text(json.dumps(config))
+    _, ocp = run_cli_json("inspect", ckpt)
+    _, fnuz = run_cli_json("inspect", ckpt, "--platform", "fnuz")
+    held_ocp = ocp["layers"][0]["k_scale"]
+    held_fnuz = fnuz["layers"][0]["k_scale"]
+    assert held_fnuz == 2 * held_ocp
+    (lost,) = [p for p in fnuz["problems"] if p["code"] == "precision-lost"]
+    assert f"{held_fnuz:.6g}" in lost["message"] or repr(held_fnuz) in lost["message"]
+
+
+def test_gemma2_quark_is_one_cause_and_counts_the_tensors(tmp_path: Path) -> None:
+    """Issue 10, defect 9: twelve errors for four layers, and "no KV-scale tensor was found"
+    although eight were."""
+    _, doc = run_cli_json("inspect", gemma2_quark_checkpoint(tmp_path), "--kv-cache-dtype", "fp8")
+    errors = [p for p in doc["problems"] if p["severity"] == "error"]
+    assert len(errors) == 1 and errors[0]["code"] == "dropped-by-architecture"
+    assert len(errors[0]["layers"]) == 4
+    (declared,) = [p for p in doc["problems"] if p["code"] == "declared-scheme-no-scales"]
+    assert "none of the 8 KV-scale tensors found reaches a layer" in declared["message"]
+
+
+def test_quark_custom_fp8_and_normalized_copies_are_attributed_right(tmp_path: Path) -> None:
+    tensors = attention_weights(1)
+    tensors["model.layers.0.self_attn.k_proj.output_scale"] = tensor(0.02)
+    tensors["model.layers.0.self_attn.v_proj.output_scale"] = tensor(0.005)
+    ckpt = write_checkpoint(
+        tmp_path / "quark", tensors, llama_config(1, quant=quant_config("quark"))
+    )
+    _, doc = run_cli_json("inspect", ckpt, "--kv-cache-dtype", "fp8")
+    assert doc["layers"][0]["checkpoint"]["k_scale"]["producer"] == "AMD Quark"
+    out = tmp_path / "n"
+    assert (
+        run_cli(
+            "normalize", ckpt, "--out", out, "--checkpoint", "--kv-cache-dtype", "fp8"
+        ).exit_code
+        == 0
+    )
+    _, copy = run_cli_json("inspect", out / "checkpoint", "--kv-cache-dtype", "fp8")
+    assert copy["layers"][0]["checkpoint"]["k_scale"]["producer"].startswith("kvscale")
+
+
+def test_quark_custom_mode_fp8_names_are_attributed_to_quark(tmp_path: Path) -> None:
+    """Quark's custom_mode="fp8" export: llm-compressor-style names under quant_method quark."""
+    ckpt = write_checkpoint(
+        tmp_path / "quark-custom",
+        {
+            **attention_weights(1),
+            "model.layers.0.self_attn.k_scale": tensor(0.02),
+            "model.layers.0.self_attn.v_scale": tensor(0.005),
+        },
+        # What Quark 0.13 writes for custom_mode="fp8" (tests/fixtures/producers/
+        # quark-fp8-custom-fp8): quant_method fp8, like AutoFP8, plus Quark's export block.
+        llama_config(
+            1,
+            quant={
+                "quant_method": "fp8",
+                "activation_scheme": "static",
+                "kv_cache_scheme": "static",
+                "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "min_kv_scale": 0.0},
+            },
+        ),
+    )
+    _, doc = run_cli_json("inspect", ckpt, "--kv-cache-dtype", "fp8")
+    source = doc["layers"][0]["checkpoint"]["k_scale"]
+    assert source["convention"] == "llm-compressor"
+    assert source["producer"] == 'AMD Quark (custom_mode="fp8" export)'
+
+
+def test_engine_once_warnings_are_grouped() -> None:
+    _, doc = run_cli_json("inspect", EXAMPLES / "modelopt-fp8", "--kv-cache-dtype", "fp8")
+    q = [p for p in doc["problems"] if p["code"] == "uncalibrated-q-prob"]
+    assert len(q) == 1 and len(q[0]["layers"]) == 4 and q[0]["layer"] is None

@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from support.checkpoints import llama_config
-from support.cli import CliRunner
+from support.checkpoints import (
+    gemma2_quark_checkpoint,
+    llama_config,
+)
+from support.cli import CliRunner, run_cli
 from support.normalize import (
     CASES,
     CASES_BY_NAME,
@@ -673,3 +676,12 @@ def test_shadowed_only_shard_keeps_metadata(tmp_path: Path) -> None:
     normalize_cli(src, tmp_path / "out", "--checkpoint")
     header = read_header(tmp_path / "out" / "checkpoint" / "a.safetensors")
     assert header.metadata == {"who": "me", NORMALIZED_MARK: "1"} and not header.tensors
+
+
+def test_title_says_nothing_was_written(tmp_path: Path) -> None:
+    """A refused run's title does not say "written" (issue 10, defect 5)."""
+    result = run_cli("normalize", gemma2_quark_checkpoint(tmp_path), "--out", tmp_path / "s")
+    assert result.exit_code == 1
+    assert "KV-cache scales written" not in result.stdout
+    assert "KV-cache scales normalize would write" in result.stdout
+    assert "nothing written" in result.stdout

@@ -6,13 +6,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from safetensors.torch import save_file
 from support.checkpoints import llama_config as config
-from support.checkpoints import quant_config, tensor, write_checkpoint
-from support.cli import CliRunner
+from support.checkpoints import (
+    quant_config,
+    tensor,
+    write_checkpoint,
+    write_scalar_checkpoint,
+)
+from support.cli import CliRunner, run_cli, run_cli_json
 from support.paths import EXAMPLES
 
 from kvscale.cli import app
@@ -206,3 +212,125 @@ def test_bad_activations_shape_is_exit_2(tmp_path: Path) -> None:
 def test_tokens_out_of_range() -> None:
     result = runner.invoke(app, ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--tokens", "0"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("example", "k0", "v0"),
+    [("quark-fp8", 0.02099609375, 0.0048217773), ("autofp8-legacy", 0.02099609375, None)],
+)
+def test_kv_cache_dtype_reaches_the_resolution(example: str, k0: float, v0: Any) -> None:
+    """Issue 10, defect 1: ``verify --kv-cache-dtype fp8`` verified every layer at 1.0 while
+    inspect resolved 0.021."""
+    code, inspected = run_cli_json("inspect", EXAMPLES / example, "--kv-cache-dtype", "fp8")
+    code_v, verified = run_cli_json("verify", EXAMPLES / example, "--kv-cache-dtype", "fp8")
+    assert code == code_v == 0
+    first = inspected["layers"][0]
+    assert first["k_scale"] == k0 == verified["layers"][0]["k"]["scale"]
+    assert verified["layers"][0]["v"]["scale"] == first["v_scale"]
+    if v0 is not None:
+        assert first["v_scale"] == pytest.approx(v0, rel=1e-6)
+    assert verified["options"] == {"kv_cache_dtype": "fp8"}
+    # Without the option both resolve to the default for these examples.
+    _, plain = run_cli_json("verify", EXAMPLES / example, "--tokens", "64")
+    assert plain["options"] == {}
+
+
+def test_reads_the_policy_file_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify resolves with inspect's options and policy file (issue 10, defect 1)."""
+    policy = tmp_path / "kvscale.toml"
+    policy.write_text('kv_cache_dtype = "fp8"\n')
+    monkeypatch.chdir(tmp_path)
+    code, doc = run_cli_json("verify", EXAMPLES / "quark-fp8", "--tokens", "64")
+    assert code == 0
+    assert doc["layers"][0]["k"]["scale"] == 0.02099609375
+    assert doc["policy_file"] == str(policy) and doc["options"] == {"kv_cache_dtype": "fp8"}
+    human = run_cli("verify", EXAMPLES / "quark-fp8", "--tokens", "64")
+    assert (
+        "scales resolved as kvscale inspect resolves them: vllm 0.33.0, kv cache fp8, platform "
+        f"ocp; options set: kv_cache_dtype=fp8; policy file: {policy}"
+    ) in human.stdout.replace("\n", " ")
+    off = run_cli("verify", EXAMPLES / "quark-fp8", "--tokens", "64", "--no-policy", "--json")
+    assert json.loads(off.stdout)["layers"][0]["k"]["scale"] == 1.0
+
+
+def test_activations_without_attn_suffix_are_an_input_error(tmp_path: Path) -> None:
+    """Issue 10, defect 2: names like ``model.layers.N.self_attn.k`` silently fell back to
+    synthetic data, exit 0."""
+    path = tmp_path / "acts.safetensors"
+    save_file(
+        {
+            f"model.layers.{i}.self_attn.{kind}": torch.zeros(8, 2, 16)
+            for i in range(4)
+            for kind in "kv"
+        },
+        str(path),
+    )
+    result = run_cli("verify", EXAMPLES / "wrong-scale", "--activations", path)
+    assert result.exit_code == 2 and result.stdout == ""
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert "no K/V for any layer of" in line
+    assert "expected names like 'model.layers.0.self_attn.attn.k'" in line
+    assert "closest found: 'model.layers.0.self_attn.k'" in line
+
+
+def test_activations_file_without_kv_is_an_input_error() -> None:
+    result = run_cli(
+        "verify",
+        EXAMPLES / "wrong-scale",
+        "--activations",
+        EXAMPLES / "wrong-scale" / "model.safetensors",
+    )
+    assert result.exit_code == 2 and "no K/V for any layer" in result.stderr
+
+
+def test_partial_activations_name_the_synthetic_layers(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    full = load_file(str(ACTIVATIONS))
+    part = {name: t for name, t in full.items() if ".layers.0." in name}
+    path = tmp_path / "layer0.safetensors"
+    save_file(part, str(path))
+    code, doc = run_cli_json("verify", EXAMPLES / "llm-compressor-fp8", "--activations", path)
+    assert code == 0
+    assert [layer["data"] for layer in doc["layers"]] == [
+        "activations",
+        "synthetic",
+        "synthetic",
+        "synthetic",
+    ]
+    assert doc["synthetic_layers"] == [f"model.layers.{i}.self_attn.attn" for i in (1, 2, 3)]
+    human = run_cli("verify", EXAMPLES / "llm-compressor-fp8", "--activations", path).stdout
+    assert "activations + synthetic data" in human
+
+
+def test_zero_scale_gets_one_message(tmp_path: Path) -> None:
+    """Issue 10, defect 5: a zero scale was reported both "too small" and "too large"."""
+    ckpt = write_scalar_checkpoint(
+        tmp_path / "zero",
+        {"model.layers.0.self_attn.k_scale": 0.0, "model.layers.0.self_attn.v_scale": 0.25},
+        1,
+    )
+    code, doc = run_cli_json("verify", ckpt, "--tokens", "64")
+    assert code == 1
+    layer = doc["layers"][0]
+    failures = [
+        *(layer["k"] or {}).get("failures", []),
+        *(layer["error"] and [layer["error"]] or []),
+    ]
+    text = " ".join(failures)
+    assert not ("too small" in text and "too large" in text), text
+    assert len(failures) == 1, failures
+
+
+def test_strict_without_gpu_says_fail_and_how_to_fix() -> None:
+    """Every message true and leading somewhere (issue 10, defect 5)."""
+    result = run_cli("verify", EXAMPLES / "llm-compressor-fp8", "--strict", "--tokens", "64")
+    assert result.exit_code == 1
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("FAIL: 4/4 layers pass")
+    assert (
+        "--strict needs the kernel to run: pass --gpu on a CUDA machine"
+        in result.stdout.replace("\n", " ")
+    )
+    assert not any(line.startswith("OK") for line in result.stdout.splitlines())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -19,7 +20,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support.cli import CliRunner
+from support.checkpoints import (
+    attention_weights,
+    llama_config,
+    quant_config,
+    tensor,
+    write_checkpoint,
+)
+from support.cli import CliRunner, run_cli
 
 from kvscale.cli import app
 from kvscale.cli.output import Output
@@ -257,3 +265,39 @@ def test_subprocess_with_ascii_io_and_unicode_names(ckpt_kit: SimpleNamespace) -
         assert b"Traceback" not in proc.stderr
         proc.stdout.decode("ascii")
         proc.stderr.decode("ascii")
+
+
+HOSTILE_PREFIX = "model.##[error]boom.layers.0"
+
+
+def _hostile(tmp: Path) -> Path:
+    prefix = f"{HOSTILE_PREFIX}.self_attn"
+    tensors = {
+        **attention_weights(1, prefix),
+        f"{prefix}.k_scale": tensor(0.5),
+        f"{prefix}.v_scale": tensor(0.25),
+    }
+    return write_checkpoint(tmp / "hostile", tensors, llama_config(1, quant=quant_config("fp8")))
+
+
+@pytest.mark.parametrize("command", ["inspect", "normalize", "verify"])
+def test_no_raw_workflow_marker_on_stdout(tmp_path: Path, command: str) -> None:
+    """normalize and verify printed a hostile name's ``##[error]`` raw (issue 10, defect 4)."""
+    ckpt = _hostile(tmp_path)
+    args: list[Any] = [command, ckpt]
+    if command == "normalize":
+        args += ["--out", tmp_path / "out", "--kv-cache-dtype", "fp8"]
+    if command == "verify":
+        args += ["--tokens", "16", "--kv-cache-dtype", "fp8"]
+    result = run_cli(*args)
+    assert result.exit_code in (0, 1), result.stderr
+    assert "boom" in result.stdout
+    assert "##[" not in result.stdout and "##[" not in result.stderr
+    assert "\\x23#[error]boom" in result.stdout
+
+
+def test_no_scratch_left(tmp_path: Path) -> None:
+    """The hostile checkpoint builder leaves only its own directory."""
+    _hostile(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile"]
+    shutil.rmtree(tmp_path / "hostile")

@@ -259,3 +259,19 @@ def write_scalar_checkpoint(
     quant = qc if qc is not None else quant_config("compressed-tensors")
     scalars = {name: tensor(value) for name, value in tensors.items()}
     return write_checkpoint(directory, scalars, llama_config(layers=layers, quant=quant))
+
+
+def gemma2_quark_checkpoint(root: Path, layers: int = 4) -> Path:
+    """``root/gemma2-quark``: Quark's ``k_proj.output_scale`` names under Gemma2, whose weight
+    loader drops them (the architecture never maps ``output_scale``)."""
+    tensors = attention_weights(layers)
+    for i in range(layers):
+        tensors[f"model.layers.{i}.self_attn.k_proj.output_scale"] = tensor(0.02)
+        tensors[f"model.layers.{i}.self_attn.v_proj.output_scale"] = tensor(0.005)
+    cfg = llama_config(
+        layers,
+        quant=quant_config("quark"),
+        architectures=["Gemma2ForCausalLM"],
+        model_type="gemma2",
+    )
+    return write_checkpoint(root / "gemma2-quark", tensors, cfg)

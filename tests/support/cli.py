@@ -12,6 +12,8 @@ environment, terminal width) and ``typer.testing.Result``.
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -89,3 +91,19 @@ class CliRunner(typer.testing.CliRunner):
 
 runner = CliRunner()
 """One runner for the whole suite (a runner holds no state between invocations)."""
+
+
+def run_cli(
+    *args: object, env: Mapping[str, str | None] | None = None, input: str | None = None
+) -> Result:
+    """``kvscale ARGS`` in process; paths may be given as ``Path``."""
+    from kvscale.cli import app
+
+    argv = [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args]
+    return runner.invoke(app, argv, env=env, input=input)
+
+
+def run_cli_json(*args: object, env: Mapping[str, str | None] | None = None) -> tuple[int, Any]:
+    """``kvscale ARGS --json``: the exit code and the parsed document."""
+    result = run_cli(*args, "--json", env=env)
+    return result.exit_code, json.loads(result.stdout)
