@@ -9,51 +9,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import distinct_k as k_of
+from support.checkpoints import distinct_scales as scales
+from support.checkpoints import distinct_v as v_of
 from support.checkpoints import (
-    quant_config,
     write_scalar_checkpoint,
 )
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from support.cli import CliRunner, run_cli
 
 from kvscale.cli import app
-from kvscale.core.diff import (
-    LayerScales,
-    ScaleSet,
-    compare,
-    compare_values,
-    diff_paths,
-    rel_change,
-)
-from kvscale.engine.options import EngineOptions
 
 runner = CliRunner()
 
+
 P = "model.layers.{}.self_attn"
+
+
 L = P + ".attn"
-CT_QC = quant_config("compressed-tensors")
+
+
 FP8_QC = {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"}
-
-
-def k_of(i: int) -> float:
-    """Distinct float32 (and bf16) values per layer: (i + 1) / 1024."""
-    return (i + 1) / 1024
-
-
-def v_of(i: int) -> float:
-    return (i + 1) / 2048
-
-
-def scales(layers: int, **overrides: float | None) -> dict[str, float]:
-    """k/v per layer; overrides like k77=0.5 or v3=None (drop the tensor)."""
-    out: dict[str, float] = {}
-    for i in range(layers):
-        for kind, value in (("k", k_of(i)), ("v", v_of(i))):
-            key = f"{kind}{i}"
-            chosen = overrides.get(key, value)
-            if chosen is not None:
-                out[f"{P.format(i)}.{kind}_scale"] = chosen
-    return out
 
 
 def next_float32(x: float) -> float:
@@ -63,118 +39,6 @@ def next_float32(x: float) -> float:
 
 def invoke(*args: str) -> Any:
     return runner.invoke(app, [*args, "--no-policy"], env={"GITHUB_ACTIONS": "", "COLUMNS": "120"})
-
-
-# --- rel_change and value comparison ---------------------------------------------------------
-
-
-def test_rel_change_exact_rules() -> None:
-    # Symmetric: max(a/b, b/a) - 1, so growing and shrinking by the same factor count the same.
-    assert rel_change(0.5, 0.75) == 0.5
-    assert rel_change(0.75, 0.5) == 0.5
-    assert rel_change(0.5, 0.25) == 1.0
-    assert rel_change(0.25, 0.5) == 1.0
-    assert rel_change(1.0, 1.0 / 128) == 127.0
-    assert rel_change(1.0 / 128, 1.0) == 127.0
-    assert rel_change(0.5, 0.0) == math.inf
-    assert rel_change(0.5, -0.5) == math.inf
-    assert rel_change(-0.5, -0.25) == 1.0
-    assert rel_change(0.5, 0.5) == 0.0
-    assert rel_change(math.nan, math.nan) == 0.0
-    assert rel_change(math.inf, math.inf) == 0.0
-    assert rel_change(0.0, 0.0) == 0.0
-    assert rel_change(0.0, 0.5) == math.inf
-    assert rel_change(0.5, math.nan) == math.inf
-    assert rel_change(math.nan, 0.5) == math.inf
-    assert rel_change(0.5, -math.inf) == math.inf
-
-
-def test_compare_values_layouts() -> None:
-    same = compare_values("k_scale", 0.5, 0.5)
-    assert (same.changed, same.rel_change, same.compared, same.head) == (False, 0.0, "value", None)
-    per_head = compare_values("k_scale", (0.5, 0.25, 0.125), (0.5, 0.375, 0.125))
-    assert (per_head.changed, per_head.rel_change, per_head.compared, per_head.head) == (
-        True,
-        0.5,
-        "per-head",
-        1,
-    )
-    mixed = compare_values("v_scale", (0.5, 0.25), 0.5)
-    assert (mixed.changed, mixed.rel_change, mixed.compared) == (True, 0.0, "max-over-heads")
-    refused = compare_values("k_scale", 0.5, None)
-    assert (refused.changed, refused.rel_change) == (True, None)
-    both_none = compare_values("k_scale", None, None)
-    assert (both_none.changed, both_none.rel_change) == (False, None)
-
-
-def _set(layers: dict[str, tuple[str, float | None]]) -> ScaleSet:
-    return ScaleSet(
-        path="x",
-        source="test",
-        kv_cache_dtype="fp8",
-        platform="ocp",
-        engine_path="compressed-tensors",
-        model_dtype="bfloat16",
-        layers=tuple(
-            LayerScales(
-                name,
-                rule,
-                {"k_scale": k, "v_scale": k, "q_scale": 1.0, "prob_scale": 1.0},
-            )
-            for name, (rule, k) in layers.items()
-        ),
-    )
-
-
-@pytest.mark.parametrize(
-    ("before", "after", "rules"),
-    [
-        (("separate", 0.5), ("separate", 0.5), []),
-        (("separate", 0.5), ("per_head", 0.5), []),
-        (("separate", 0.5), ("duplicated", 0.5), ["rule-regressed"]),
-        (("separate", 0.5), ("partial", 0.5), ["rule-regressed"]),
-        (("partial", 0.5), ("default", 1.0), ["rule-regressed"]),
-        (("separate", 0.5), ("unquantized", 1.0), ["rule-regressed"]),
-        (("default", 1.0), ("error", None), ["rule-regressed"]),
-        (("default", 1.0), ("separate", 0.5), []),
-        (("error", None), ("separate", 0.5), []),
-        (("separate", 0.5), ("separate", 0.0), ["value-invalid"]),
-        (("separate", 0.5), ("separate", math.nan), ["value-invalid"]),
-        (("separate", 0.5), ("separate", -0.5), ["value-invalid"]),
-        (("separate", math.nan), ("separate", 0.5), []),
-    ],
-)
-def test_gate_rules_without_threshold(
-    before: tuple[str, float | None], after: tuple[str, float | None], rules: list[str]
-) -> None:
-    result = compare(_set({"a.attn": before}), _set({"a.attn": after}))
-    # value-invalid fires once per kind (k and v share the value here).
-    assert sorted({f.rule for f in result.failures}) == rules
-    assert result.ok == (not rules)
-
-
-def test_drift_threshold_is_strict() -> None:
-    a, b = _set({"a.attn": ("separate", 0.5)}), _set({"a.attn": ("separate", 0.625)})
-    assert compare(a, b, 0.25).ok  # rel change exactly 0.25 does not exceed 0.25
-    failed = compare(a, b, 0.24)
-    assert [(f.rule, f.layer, f.message) for f in failed.failures] == [
-        ("drift", "a.attn", "k_scale 0.5 -> 0.625: relative change 0.25 > 0.24")
-    ]
-
-
-def test_lost_and_added_layers() -> None:
-    a = _set({"x.0.attn": ("separate", 0.5), "x.1.attn": ("separate", 0.5)})
-    b = _set({"x.0.attn": ("separate", 0.5), "x.2.attn": ("separate", 0.5)})
-    result = compare(a, b)
-    assert [(d.name, d.status) for d in result.layers] == [
-        ("x.0.attn", "unchanged"),
-        ("x.1.attn", "lost"),
-        ("x.2.attn", "added"),
-    ]
-    assert [(f.rule, f.layer) for f in result.failures] == [("layer-lost", "x.1.attn")]
-
-
-# --- the 126-layer acceptance test -----------------------------------------------------------
 
 
 @pytest.fixture
@@ -321,9 +185,6 @@ def test_one_ulp_change_is_found_and_gated_by_zero(tmp_path: Path) -> None:
     assert invoke("diff", str(a), str(a), "--max-rel-change", "0").exit_code == 0
 
 
-# --- structural changes through the CLI --------------------------------------------------------
-
-
 def test_lost_layer_and_dropped_scale_fail_without_threshold(tmp_path: Path) -> None:
     a = write_ckpt(tmp_path / "a", scales(4), 4)
     b = write_ckpt(tmp_path / "b", scales(3, v1=None, k2=None, v2=None), 3)
@@ -356,9 +217,6 @@ def test_value_becoming_nan_fails_and_is_encoded(tmp_path: Path) -> None:
     assert (k["a"], k["b"], k["rel_change"]) == (k_of(1), "NaN", "Infinity")
     assert [f["rule"] for f in doc["failures"]] == ["value-invalid"]
     assert doc["failures"][0]["message"] == "k_scale 0.001953125 -> NaN"
-
-
-# --- scale documents as a side ---------------------------------------------------------------
 
 
 def scales_json(path: Path, layers: dict[str, dict[str, Any]], **top: Any) -> Path:
@@ -513,9 +371,6 @@ def test_missing_side_exit_2(tmp_path: Path) -> None:
         assert result.exit_code == 2 and "nope" in result.stderr and result.stdout == ""
 
 
-# --- policy defaults, annotations, core API ---------------------------------------------------
-
-
 def test_policy_file_max_rel_change_default(
     pair_126: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -550,14 +405,6 @@ def test_negative_threshold_is_a_usage_error(pair_126: tuple[Path, Path]) -> Non
     a, b = pair_126
     result = invoke("diff", str(a), str(b), "--max-rel-change", "-1")
     assert result.exit_code == 2
-
-
-def test_core_api_returns_dataclasses(pair_126: tuple[Path, Path]) -> None:
-    a, b = pair_126
-    result = diff_paths(a, b, EngineOptions(), 0.2)
-    assert [layer.name for layer in result.layers if layer.status == "changed"] == [L.format(77)]
-    assert result.largest is not None and result.largest[0].name == L.format(77)
-    assert not result.ok
 
 
 def _scalar(tmp: Path, name: str, k: float) -> Path:

@@ -275,3 +275,25 @@ def gemma2_quark_checkpoint(root: Path, layers: int = 4) -> Path:
         model_type="gemma2",
     )
     return write_checkpoint(root / "gemma2-quark", tensors, cfg)
+
+
+def distinct_k(i: int) -> float:
+    """Layer ``i``'s k scale in ``distinct_scales``: (i + 1) / 1024, exact in float32 and bf16."""
+    return (i + 1) / 1024
+
+
+def distinct_v(i: int) -> float:
+    """Layer ``i``'s v scale in ``distinct_scales``: (i + 1) / 2048."""
+    return (i + 1) / 2048
+
+
+def distinct_scales(layers: int, **overrides: float | None) -> dict[str, float]:
+    """k/v scale names -> values, distinct per layer; overrides like ``k77=0.5`` or ``v3=None``
+    (drop that tensor). For ``write_scalar_checkpoint``."""
+    out: dict[str, float] = {}
+    for i in range(layers):
+        for kind, value in (("k", distinct_k(i)), ("v", distinct_v(i))):
+            chosen = overrides.get(f"{kind}{i}", value)
+            if chosen is not None:
+                out[f"{LLAMA_PREFIX.format(i)}.{kind}_scale"] = chosen
+    return out
