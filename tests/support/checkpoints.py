@@ -297,3 +297,43 @@ def distinct_scales(layers: int, **overrides: float | None) -> dict[str, float]:
             if chosen is not None:
                 out[f"{LLAMA_PREFIX.format(i)}.{kind}_scale"] = chosen
     return out
+
+
+def scales_output(
+    directory: Path, k_device: list[float], k_host: float, head_size: int = 16
+) -> Path:
+    """A kvscale.scales/1 output directory (what ``normalize`` writes) for one layer: ``k_device``
+    is the device tensor's values, ``k_host`` the JSON's k_scale (the max over heads)."""
+    directory.mkdir()
+    name = "model.layers.0.self_attn.attn"
+    shape = () if len(k_device) == 1 else (len(k_device),)
+    write_safetensors_file(
+        directory / "kv_scales.safetensors",
+        {
+            f"{name}.k_scale": torch.tensor(k_device, dtype=torch.float32).reshape(shape),
+            f"{name}.v_scale": torch.tensor(0.25, dtype=torch.float32),
+            # normalize writes a device tensor for every kind the JSON holds
+            f"{name}.q_scale": torch.tensor(1.0, dtype=torch.float32),
+            f"{name}.prob_scale": torch.tensor(1.0, dtype=torch.float32),
+        },
+    )
+    doc = {
+        "schema": "kvscale.scales/1",
+        "checkpoint": "x",
+        "kv_cache_dtype": "fp8",
+        "platform": "ocp",
+        "engine_path": "base",
+        "head_size": head_size,
+        "layers": {
+            name: {
+                "k_scale": k_host,
+                "v_scale": 0.25,
+                "q_scale": 1.0,
+                "prob_scale": 1.0,
+                "rule": "separate",
+                "sources": {},
+            }
+        },
+    }
+    (directory / "kv_scales.json").write_text(json.dumps(doc))
+    return directory
