@@ -25,10 +25,9 @@ from support.cli import CliRunner, run_cli, run_cli_json
 from support.paths import EXAMPLES, ROOT
 
 from kvscale.cli import app
-from kvscale.core.inspect import inspect_checkpoint
-from kvscale.engine.options import EngineOptions
 
 runner = CliRunner()
+
 P = "model.layers.{}.self_attn"
 
 
@@ -46,8 +45,6 @@ def layer(doc: dict[str, Any], index: int) -> dict[str, Any]:
 def codes(doc: dict[str, Any]) -> set[str]:
     return {p["code"] for p in doc["problems"]}
 
-
-# --- naming conventions, each under the quant method that writes it ----------------------------
 
 CONVENTIONS = [
     # (quant method, k name, v name, convention)
@@ -183,9 +180,6 @@ def test_architecture_whose_mapper_drops_output_scale(tmp_path: Path) -> None:
     assert layer(run_json(tmp_path, "--kv-cache-dtype", "fp8"), 0)["rule"] == "separate"
 
 
-# --- layouts -------------------------------------------------------------------------------------
-
-
 def _sharded(tmp_path: Path, index: bool) -> Path:
     shards = [
         {**attention_weights(1)},
@@ -261,9 +255,6 @@ def test_same_name_in_two_shards_last_wins(tmp_path: Path) -> None:
     )
 
 
-# --- config signals and dtypes -------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "quant, expected",
     [
@@ -333,9 +324,6 @@ def test_unsupported_ct_scheme_refuses_every_layer(tmp_path: Path) -> None:
         entry["rule"] == "error" and entry["error"].startswith("NotImplementedError")
         for entry in doc["layers"]
     )
-
-
-# --- problems and exit codes ---------------------------------------------------------------------
 
 
 def test_zero_scale_used_by_compressed_tensors_fails(tmp_path: Path) -> None:
@@ -416,30 +404,6 @@ def test_human_table_escapes_markup_and_goes_to_stdout(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "[bold]x[/]" in result.stdout
     assert "partial" in result.stdout and result.stderr == ""
-
-
-def test_core_api_reads_only_headers_and_scale_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    big = torch.zeros(1024, 1024)  # 4 MiB of weights that must never be read
-    tensors = {
-        f"{P.format(0)}.q_proj.weight": big,
-        f"{P.format(0)}.k_scale": tensor(0.5),
-        f"{P.format(0)}.v_scale": tensor(0.25),
-    }
-    write_checkpoint(tmp_path, tensors, config(layers=1, quant=quant_config("compressed-tensors")))
-    read: list[int] = []
-    real_pread = os.pread
-
-    def counting_pread(fd: int, n: int, offset: int) -> bytes:
-        data = real_pread(fd, n, offset)
-        read.append(len(data))
-        return data
-
-    monkeypatch.setattr(os, "pread", counting_pread)
-    report = inspect_checkpoint(tmp_path, EngineOptions())
-    assert report.layers[0].k_scale == 0.5
-    assert sum(read) < 4096, read
 
 
 def test_inspect_never_imports_torch() -> None:
