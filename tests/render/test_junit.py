@@ -1,23 +1,16 @@
-"""JUnit XML (`inspect --junit`): one case per layer and check, schema-valid, atomic, escaped."""
+"""kvscale.render.junit: one case per layer and check, schema-valid, escaped; the check set covers
+every problem code once."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.checkpoints import quant_config
-from support.checkpoints import write_scalar_checkpoint as write_ckpt
-from support.cli import CliRunner
+from support.junit import broken_checkpoint, cases, good_checkpoint, outcome, validate
 
-from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
-from kvscale.errors import OutputError
-from kvscale.io.staging import write_file_atomic
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE, Problem, Severity
 from kvscale.render.junit import (
@@ -31,156 +24,17 @@ from kvscale.render.junit import (
     xml_text,
 )
 
-runner = CliRunner()
-
-# A minimal schema of the common JUnit XML shape (Ant's junit task, as read by Jenkins, GitLab
-# and the GitHub test reporters), written for these tests: testsuites > testsuite > testcase
-# with at most one failure / error / skipped, and the attributes those consumers require.
-JUNIT_XSD = """<?xml version="1.0" encoding="UTF-8"?>
-<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" elementFormDefault="qualified">
-  <xs:simpleType name="count">
-    <xs:restriction base="xs:nonNegativeInteger"/>
-  </xs:simpleType>
-  <xs:simpleType name="seconds">
-    <xs:restriction base="xs:decimal"><xs:minInclusive value="0"/></xs:restriction>
-  </xs:simpleType>
-  <xs:simpleType name="naiveTimestamp">
-    <xs:restriction base="xs:dateTime">
-      <xs:pattern value="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"/>
-    </xs:restriction>
-  </xs:simpleType>
-  <xs:complexType name="problem">
-    <xs:simpleContent>
-      <xs:extension base="xs:string">
-        <xs:attribute name="message" type="xs:string"/>
-        <xs:attribute name="type" type="xs:string" use="required"/>
-      </xs:extension>
-    </xs:simpleContent>
-  </xs:complexType>
-  <xs:complexType name="skip">
-    <xs:simpleContent>
-      <xs:extension base="xs:string">
-        <xs:attribute name="message" type="xs:string"/>
-      </xs:extension>
-    </xs:simpleContent>
-  </xs:complexType>
-  <xs:element name="testsuites">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element ref="testsuite" minOccurs="0" maxOccurs="unbounded"/>
-      </xs:sequence>
-      <xs:attribute name="name" type="xs:string"/>
-      <xs:attribute name="tests" type="count"/>
-      <xs:attribute name="failures" type="count"/>
-      <xs:attribute name="errors" type="count"/>
-      <xs:attribute name="skipped" type="count"/>
-      <xs:attribute name="time" type="seconds"/>
-    </xs:complexType>
-  </xs:element>
-  <xs:element name="testsuite">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element name="properties" minOccurs="0">
-          <xs:complexType>
-            <xs:sequence>
-              <xs:element name="property" minOccurs="0" maxOccurs="unbounded">
-                <xs:complexType>
-                  <xs:attribute name="name" type="xs:token" use="required"/>
-                  <xs:attribute name="value" type="xs:string" use="required"/>
-                </xs:complexType>
-              </xs:element>
-            </xs:sequence>
-          </xs:complexType>
-        </xs:element>
-        <xs:element name="testcase" minOccurs="0" maxOccurs="unbounded">
-          <xs:complexType>
-            <xs:sequence>
-              <xs:choice minOccurs="0">
-                <xs:element name="skipped" type="skip"/>
-                <xs:element name="error" type="problem"/>
-                <xs:element name="failure" type="problem"/>
-              </xs:choice>
-              <xs:element name="system-out" type="xs:string" minOccurs="0"/>
-              <xs:element name="system-err" type="xs:string" minOccurs="0"/>
-            </xs:sequence>
-            <xs:attribute name="name" type="xs:token" use="required"/>
-            <xs:attribute name="classname" type="xs:token" use="required"/>
-            <xs:attribute name="time" type="seconds" use="required"/>
-          </xs:complexType>
-        </xs:element>
-        <xs:element name="system-out" type="xs:string" minOccurs="0"/>
-        <xs:element name="system-err" type="xs:string" minOccurs="0"/>
-      </xs:sequence>
-      <xs:attribute name="name" type="xs:string" use="required"/>
-      <xs:attribute name="tests" type="count" use="required"/>
-      <xs:attribute name="failures" type="count" use="required"/>
-      <xs:attribute name="errors" type="count" use="required"/>
-      <xs:attribute name="skipped" type="count"/>
-      <xs:attribute name="time" type="seconds" use="required"/>
-      <xs:attribute name="timestamp" type="naiveTimestamp"/>
-      <xs:attribute name="hostname" type="xs:token"/>
-    </xs:complexType>
-  </xs:element>
-</xs:schema>
-"""
-
-CT_QC = quant_config("compressed-tensors")
-
-
 P = "model.layers.{}.self_attn"
 
 
 @pytest.fixture
 def broken(tmp_path: Path) -> Path:
-    """Layer 0 fine; layer 1 k_scale 0 (error) and no v_scale (warning); layer 2 no scales."""
-    return write_ckpt(
-        tmp_path / "broken",
-        {
-            f"{P.format(0)}.k_scale": 0.0234375,
-            f"{P.format(0)}.v_scale": 0.015625,
-            f"{P.format(1)}.k_scale": 0.0,
-        },
-        layers=3,
-    )
+    return broken_checkpoint(tmp_path)
 
 
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
-    return write_ckpt(
-        tmp_path / "good",
-        {f"{P.format(i)}.{k}": 0.03125 for i in range(2) for k in ("k_scale", "v_scale")},
-        layers=2,
-    )
-
-
-def validate(data: bytes | Path) -> None:
-    xmlschema = pytest.importorskip("xmlschema", reason="pip install xmlschema (test extra)")
-    schema = xmlschema.XMLSchema(JUNIT_XSD)
-    source = data.read_bytes() if isinstance(data, Path) else data
-    schema.validate(source.decode("utf-8"))
-
-
-def cases(root: ET.Element) -> dict[tuple[str, str], ET.Element]:
-    out = {}
-    for case in root.iter("testcase"):
-        key = (case.get("classname", ""), case.get("name", ""))
-        assert key not in out, f"duplicate test case {key}"
-        out[key] = case
-    return out
-
-
-def outcome(case: ET.Element) -> str:
-    for tag in ("failure", "error", "skipped"):
-        if case.find(tag) is not None:
-            return tag
-    return "passed"
-
-
-def invoke(*args: str) -> Any:
-    return runner.invoke(app, [*args, "--no-policy"], env={"GITHUB_ACTIONS": ""})
-
-
-# --- the check set --------------------------------------------------------------------------
+    return good_checkpoint(tmp_path)
 
 
 def test_every_problem_code_belongs_to_exactly_one_check() -> None:
@@ -204,9 +58,6 @@ def test_every_problem_code_belongs_to_exactly_one_check() -> None:
         "files-consistent",
         "engine-behaviour",
     )
-
-
-# --- the document ---------------------------------------------------------------------------
 
 
 def test_broken_checkpoint_one_case_per_layer_and_check(broken: Path) -> None:
@@ -342,108 +193,3 @@ def test_hostile_strings_are_escaped_and_valid_xml(broken: Path) -> None:
     (suite,) = root.iter("testsuite")
     assert suite.get("name") == "kvscale inspect ck\\x1bpt<&>"
     assert xml_text("ok\tx") == "ok\\x09x"
-
-
-# --- writing --------------------------------------------------------------------------------
-
-
-def test_write_atomic_replaces_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    target = tmp_path / "reports" / "new" / "kvscale.xml"
-    write_file_atomic(target, b"one", "report")
-    write_file_atomic(target, b"two", "report")
-    assert target.read_bytes() == b"two"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["kvscale.xml"]
-    assert (target.stat().st_mode & 0o777) == 0o644
-
-
-def test_write_atomic_failure_keeps_the_old_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    target = tmp_path / "kvscale.xml"
-    target.write_bytes(b"old")
-
-    def boom(src: str, dst: str) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OutputError, match="kvscale.xml: cannot write report: No space left"):
-        write_file_atomic(target, b"new", "report")
-    assert target.read_bytes() == b"old"
-    assert [p.name for p in tmp_path.iterdir()] == ["kvscale.xml"]
-
-
-def test_write_atomic_refuses_a_directory(tmp_path: Path) -> None:
-    with pytest.raises(OutputError, match="is a directory"):
-        write_file_atomic(tmp_path, b"x", "report")
-
-
-# --- the CLI --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("args", "code", "failures"),
-    [
-        ([], 1, 1),
-        (["--strict"], 1, 4),
-        (["--allow", "scale-zero"], 0, 0),
-        (["--allow", "scale-zero", "--fail-on", "coverage-gap"], 1, 1),
-    ],
-)
-def test_cli_junit_failures_match_exit_code(
-    broken: Path, tmp_path: Path, args: list[str], code: int, failures: int
-) -> None:
-    report = tmp_path / "out" / "junit.xml"
-    result = invoke("inspect", str(broken), "--junit", str(report), *args)
-    assert result.exit_code == code
-    validate(report)
-    root = ET.parse(report).getroot()
-    assert root.get("failures") == str(failures)
-    assert (failures > 0) == (code == 1)
-
-
-def test_cli_junit_keeps_json_stdout_unchanged(broken: Path, tmp_path: Path) -> None:
-    report = tmp_path / "junit.xml"
-    plain = invoke("inspect", str(broken), "--json")
-    with_junit = invoke("inspect", str(broken), "--json", "--junit", str(report))
-    assert plain.exit_code == with_junit.exit_code == 1
-    assert json.loads(plain.stdout) == json.loads(with_junit.stdout)
-    assert with_junit.stderr == ""
-    assert report.is_file()
-
-
-def test_cli_unreadable_checkpoint_writes_an_error_case(tmp_path: Path) -> None:
-    report = tmp_path / "junit.xml"
-    result = invoke("inspect", str(tmp_path / "missing"), "--junit", str(report))
-    assert result.exit_code == 2
-    assert result.stdout == ""
-    assert "missing" in result.stderr and "no such file" in result.stderr
-    validate(report)
-    root = ET.parse(report).getroot()
-    assert (root.get("tests"), root.get("errors")) == ("1", "1")
-    error = root.find("testsuite/testcase/error")
-    assert error is not None and error.get("type") == "CheckpointNotFoundError"
-
-
-def test_cli_junit_to_a_directory_is_exit_2(good: Path, tmp_path: Path) -> None:
-    result = invoke("inspect", str(good), "--junit", str(tmp_path))
-    assert result.exit_code == 2
-    assert "junit" in result.stderr.lower() or "directory" in result.stderr
-
-
-def test_cli_files_mode_one_suite_per_checkpoint(good: Path, broken: Path, tmp_path: Path) -> None:
-    report = tmp_path / "junit.xml"
-    result = invoke(
-        "inspect",
-        "--files",
-        str(good / "model.safetensors"),
-        str(broken / "config.json"),
-        str(tmp_path / "unrelated.txt"),
-        "--junit",
-        str(report),
-    )
-    assert result.exit_code == 1
-    validate(report)
-    root = ET.parse(report).getroot()
-    names = [s.get("name") for s in root.iter("testsuite")]
-    assert names == [f"kvscale inspect {broken}", f"kvscale inspect {good}"]
-    assert (root.get("tests"), root.get("failures")) == ("47", "1")
