@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import broken_checkpoint, good_checkpoint
 from support.cli import CliRunner
-from support.junit import broken_checkpoint, good_checkpoint, validate
+from support.junit import validate
 
 from kvscale.cli import app
 

@@ -1,52 +1,35 @@
 """Hostile strings (tensor names, directory names, metadata) cannot reach the terminal raw.
 
 Tables show control characters, ANSI escapes, carriage returns and bidi overrides escaped
-(``\\x1b``, ``\\x0d``, ``\\u202e``) and rich markup literally (``[k_scale]`` stays visible); JSON
+(``\x1b``, ``\x0d``, ``\u202e``) and rich markup literally (``[k_scale]`` stays visible); JSON
 carries every string exactly (``json.loads`` gives back the original) in pure ASCII; error
-messages stay one escaped line.
-"""
+messages stay one escaped line."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from support.checkpoints import (
+    LLAMA_PREFIX,
     attention_weights,
     llama_config,
     quant_config,
     tensor,
     write_checkpoint,
 )
+from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from support.cli import CliRunner, run_cli
+from support.hostile import HOSTILE, RAW_DANGER, assert_terminal_safe
 
 from kvscale.cli import app
-from kvscale.cli.output import Output
-from kvscale.errors import InputError
-from kvscale.render.escape import safe_text, sanitize
-
-HOSTILE = "\x1b[31m[k_scale][bold]x[/]\r\u202e\x07\x9b2J\x00\u2028"
-"""ESC + SGR, rich markup (a tag, a name in brackets, a closing tag), CR, a bidi override, BEL,
-a C1 CSI, NUL and a Unicode line separator."""
-RAW_DANGER = ["\x1b", "\r", "\u202e", "\x07", "\x9b", "\x00", "\u2028"]
-
-
-def assert_terminal_safe(text: str) -> None:
-    """Nothing that moves the cursor, rings, recolours or reorders: only \\n and printables."""
-    for ch in text:
-        if ch == "\n":
-            continue
-        category = unicodedata.category(ch)
-        assert category not in ("Cc", "Cf", "Zl", "Zp", "Cs"), f"raw {ch!r} in output"
 
 
 def hostile_checkpoint(kit: SimpleNamespace, prefix: str) -> Path:
@@ -60,44 +43,6 @@ def hostile_checkpoint(kit: SimpleNamespace, prefix: str) -> Path:
         f"model.layers.7.self_attn.{HOSTILE}.k_scale": torch.tensor(0.5),  # unmapped: warning
     }
     return kit.make("ckpt", config=kit.ct_config(1), tensors=tensors)
-
-
-# --- sanitize / safe_text -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("raw", "shown"),
-    [
-        ("model.layers.0.self_attn.k_scale", "model.layers.0.self_attn.k_scale"),
-        ("a\x1b[31mb", "a\\x1b[31mb"),
-        ("a\rb\nc\td", "a\\x0db\\x0ac\\x09d"),
-        ("\u202eevil", "\\u202eevil"),
-        ("zero\u200bwidth", "zero\\u200bwidth"),
-        ("tag\U000e0041", "tag\\U000e0041"),
-        ("undecodable\udcff", "undecodable\\udcff"),
-        ("c1\x9b", "c1\\x9b"),
-        ("[bold]x[/]", "[bold]x[/]"),  # markup is not sanitize's job: safe_text never parses it
-        ("é 中文 😀", "é 中文 😀"),
-    ],
-)
-def test_sanitize(raw: str, shown: str) -> None:
-    assert sanitize(raw) == shown
-    assert_terminal_safe(sanitize(raw))
-
-
-def test_safe_text_renders_markup_literally() -> None:
-    from rich.console import Console
-
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=200, color_system=None)
-    console.print(safe_text(f"model.layers.0.self_attn.[k_scale] {HOSTILE}"))
-    out = buffer.getvalue()
-    assert "[k_scale]" in out and "[bold]" in out and "[/]" in out
-    assert "\\x1b[31m" in out and "\\u202e" in out
-    assert_terminal_safe(out)
-
-
-# --- the table and the JSON ---------------------------------------------------------------------
 
 
 def test_table_escapes_hostile_layer_names(ckpt_kit: SimpleNamespace) -> None:
@@ -158,23 +103,6 @@ def test_hostile_directory_name(ckpt_kit: SimpleNamespace) -> None:
     assert json.loads(as_json.stdout)["checkpoint"] == str(path)
 
 
-def test_hostile_metadata_is_kept_exactly(ckpt_kit: SimpleNamespace) -> None:
-    from kvscale.io.safetensors import read_header
-
-    metadata = {f"key{HOSTILE}": f"[bold]{HOSTILE}", "format": "pt"}
-    path = ckpt_kit.write(ckpt_kit.tmp / "m.safetensors", {"a": _zeros()}, metadata)
-    assert read_header(path).metadata == metadata
-
-
-def _zeros() -> Any:
-    import torch
-
-    return torch.zeros(1)
-
-
-# --- one-line error messages --------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_error_with_hostile_file_name_is_one_escaped_line(
     ckpt_kit: SimpleNamespace, json_mode: bool
@@ -203,47 +131,6 @@ def test_error_with_hostile_tensor_name_is_one_escaped_line(ckpt_kit: SimpleName
     assert "has unknown dtype 'F128'" in err
     assert len(err) < 500  # the 5000-character name is cut
     assert "\\x1b[31m[k_scale][bold]x[/]\\r\\u202e\\x07\\x9b2J\\x00\\u2028" in err
-
-
-def test_error_line_survives_an_ascii_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    raw = io.BytesIO()
-    stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
-    monkeypatch.setattr(sys, "stderr", stream)
-    Output().error(f"/data/模型/é{HOSTILE}: broken")
-    Output().warning("naïve")
-    stream.flush()
-    text = raw.getvalue().decode("ascii")
-    assert text.count("\n") == 2
-    assert "\\u6a21\\u578b/\\xe9\\x1b[31m" in text
-    assert text.endswith("kvscale: warning: na\\xefve\n")
-
-
-def test_one_line_even_when_the_message_holds_newlines() -> None:
-    exc = InputError("/a\nb", "line one\nline two\r\n")
-    buffer = io.StringIO()
-    real, sys.stderr = sys.stderr, buffer
-    try:
-        Output().error(exc.one_line())
-    finally:
-        sys.stderr = real
-    assert buffer.getvalue().count("\n") == 1
-
-
-def test_write_json_is_exact_and_ascii(capsys: pytest.CaptureFixture[str]) -> None:
-    document = {"name": HOSTILE, "lone": "\udcff", "emoji": "😀", HOSTILE: [HOSTILE]}
-    Output().json(document)
-    out = capsys.readouterr().out
-    assert out.isascii() and out.endswith("}\n")
-    assert json.loads(out) == document
-
-
-def test_consoles_tolerate_narrow_encodings(monkeypatch: pytest.MonkeyPatch) -> None:
-    raw = io.BytesIO()
-    stream = io.TextIOWrapper(raw, encoding="latin-1", errors="strict")
-    monkeypatch.setattr(sys, "stdout", stream)
-    Output().render([safe_text("模型 é")])
-    stream.flush()
-    assert "\\u6a21\\u578b é" in raw.getvalue().decode("latin-1")
 
 
 def test_subprocess_with_ascii_io_and_unicode_names(ckpt_kit: SimpleNamespace) -> None:
@@ -301,3 +188,36 @@ def test_no_scratch_left(tmp_path: Path) -> None:
     _hostile(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile"]
     shutil.rmtree(tmp_path / "hostile")
+
+
+def test_hostile_tensor_names_cannot_forge_workflow_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tensor name holding ``::error::``/``##[`` and control characters must not produce any
+    output line GitHub would execute, other than kvscale's own annotations."""
+    monkeypatch.chdir(tmp_path)
+    hostile = "model.layers.0.self_attn\x1b[2J\n::warning::forged ##[add-mask]x\r::error::y"
+    write_ckpt(
+        tmp_path / "evil",
+        {
+            f"{LLAMA_PREFIX.format(0)}.k_scale": 0.5,
+            f"{LLAMA_PREFIX.format(0)}.v_scale": 0.5,
+            f"{hostile}.k_scale": 0.0,
+        },
+        layers=1,
+    )
+    for columns in ("40", "80", "200"):
+        env = {"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": "", "COLUMNS": columns}
+        result = run_cli("inspect", "evil", "--strict", "--no-policy", env=env)
+        assert result.exit_code == 1
+        for line in result.stdout.splitlines():
+            assert not line.lstrip().startswith("::"), line
+            assert "##[" not in line, line
+        assert "\x1b" not in result.stdout
+        assert "unmapped-scale-name" in result.stdout
+        for line in result.stderr.splitlines():
+            assert line.startswith(("::error ", "::warning ")), line
+            assert line.count("::") >= 2
+            head = line.split("::")[1]
+            assert "\r" not in line and "\x1b" not in line
+            assert head.split(" ", 1)[0] in ("error", "warning")

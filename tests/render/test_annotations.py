@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.checkpoints import quant_config
+from support.checkpoints import broken_checkpoint
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
-from support.cli import CliRunner
 
-from kvscale.cli import app
 from kvscale.core.inspect import inspect_checkpoint
 from kvscale.policy import Policy
 from kvscale.problems import CATALOGUE
@@ -25,11 +21,7 @@ from kvscale.render.annotations import (
     inspect_annotations,
     workspace_relative,
 )
-from kvscale.render.escape import neutralize
 
-runner = CliRunner()
-
-CT_QC = quant_config("compressed-tensors")
 P = "model.layers.{}.self_attn"
 
 
@@ -38,24 +30,11 @@ def broken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """cwd = tmp_path; returns the relative checkpoint path ("broken"), as a workflow gives it.
     Layer 1: k_scale 0 (error), no v_scale (warning); layer 2: no scales (warning)."""
     monkeypatch.chdir(tmp_path)
-    write_ckpt(
-        tmp_path / "broken",
-        {
-            f"{P.format(0)}.k_scale": 0.0234375,
-            f"{P.format(0)}.v_scale": 0.015625,
-            f"{P.format(1)}.k_scale": 0.0,
-        },
-        layers=3,
-    )
-    return "broken"
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
-    base = {"GITHUB_ACTIONS": "", "GITHUB_WORKSPACE": "", "COLUMNS": "100"}
-    return runner.invoke(app, [*args, "--no-policy"], env={**base, **(env or {})})
+    return broken_checkpoint(tmp_path).name
 
 
 ZERO_FIX = CATALOGUE["scale-zero"].fix
+
 EXPECTED = [
     "::error file=broken/model.safetensors,title=kvscale scale-zero::model.layers.1.self_attn: "
     "k_scale is 0.0 in model.layers.1.self_attn.k_scale and the engine uses it as is"
@@ -70,9 +49,6 @@ EXPECTED = [
     "model.layers.1.self_attn: v_scale is missing; the compressed-tensors path leaves it at 1.0"
     f"%0AFix: {CATALOGUE['scale-missing'].fix}",
 ]
-
-
-# --- escaping -------------------------------------------------------------------------------
 
 
 def test_escape_data_and_property() -> None:
@@ -113,18 +89,6 @@ def test_workspace_relative() -> None:
     )
     assert workspace_relative("/elsewhere/x.safetensors", env) == "/elsewhere/x.safetensors"
     assert workspace_relative("./m/config.json", {}) == "m/config.json"
-
-
-def test_neutralize_workflow_commands() -> None:
-    text = "ok\n::error::forged\n   ::add-mask::x\nmid ::x:: stays\nlegacy ##[error]forged\n"
-    assert neutralize(text) == (
-        "ok\n\\x3a:error::forged\n   \\x3a:add-mask::x\nmid ::x:: stays\n"
-        "legacy \\x23#[error]forged\n"
-    )
-    assert neutralize("│ 0 │ 0.5 │") == "│ 0 │ 0.5 │"
-
-
-# --- grouping and levels --------------------------------------------------------------------
 
 
 def test_one_annotation_per_code_errors_first(broken: str) -> None:
@@ -179,85 +143,3 @@ def test_diff_annotations() -> None:
         "::error title=kvscale diff layer-lost::model.layers.3.self_attn: in A (rule separate) "
         "but not in B",
     ]
-
-
-# --- the CLI: which stream, when -------------------------------------------------------------
-
-
-def test_cli_under_github_actions_annotations_on_stderr_stdout_unchanged(broken: str) -> None:
-    plain = invoke("inspect", broken)
-    under_actions = invoke("inspect", broken, env={"GITHUB_ACTIONS": "true"})
-    assert plain.exit_code == under_actions.exit_code == 1
-    assert under_actions.stdout == plain.stdout
-    assert plain.stderr == ""
-    assert under_actions.stderr.splitlines() == EXPECTED
-
-
-def test_cli_json_stays_the_machine_contract(broken: str) -> None:
-    plain = invoke("inspect", broken, "--json")
-    annotated = invoke("inspect", broken, "--json", "--annotations", "github")
-    assert annotated.exit_code == 1
-    assert annotated.stdout == plain.stdout
-    json.loads(annotated.stdout)
-    assert annotated.stderr.splitlines() == EXPECTED
-
-
-def test_cli_annotations_none_and_forced(broken: str) -> None:
-    off = invoke("inspect", broken, "--annotations", "none", env={"GITHUB_ACTIONS": "true"})
-    assert off.exit_code == 1 and off.stderr == ""
-    forced = invoke("inspect", broken, "--annotations", "GITHUB")
-    assert forced.stderr.splitlines() == EXPECTED
-
-
-def test_cli_workspace_relative_file_for_absolute_paths(broken: str, tmp_path: Path) -> None:
-    result = invoke(
-        "inspect",
-        str(tmp_path / broken),
-        env={"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp_path)},
-    )
-    assert result.stderr.splitlines()[0].startswith(
-        "::error file=broken/model.safetensors,title=kvscale scale-zero::"
-    )
-
-
-def test_cli_unreadable_checkpoint_annotation(tmp_path: Path) -> None:
-    result = invoke("inspect", str(tmp_path / "nope"), "--annotations", "github")
-    assert result.exit_code == 2
-    first, second = result.stderr.splitlines()
-    assert first.startswith("::error title=kvscale%3A cannot read checkpoint::")
-    assert "nope" in first and "no such file" in first
-    assert second.startswith("kvscale: error: ")
-
-
-def test_hostile_tensor_names_cannot_forge_workflow_commands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A tensor name holding ``::error::``/``##[`` and control characters must not produce any
-    output line GitHub would execute, other than kvscale's own annotations."""
-    monkeypatch.chdir(tmp_path)
-    hostile = "model.layers.0.self_attn\x1b[2J\n::warning::forged ##[add-mask]x\r::error::y"
-    write_ckpt(
-        tmp_path / "evil",
-        {
-            f"{P.format(0)}.k_scale": 0.5,
-            f"{P.format(0)}.v_scale": 0.5,
-            f"{hostile}.k_scale": 0.0,
-        },
-        layers=1,
-    )
-    for columns in ("40", "80", "200"):
-        result = invoke(
-            "inspect", "evil", "--strict", env={"GITHUB_ACTIONS": "true", "COLUMNS": columns}
-        )
-        assert result.exit_code == 1
-        for line in result.stdout.splitlines():
-            assert not line.lstrip().startswith("::"), line
-            assert "##[" not in line, line
-        assert "\x1b" not in result.stdout
-        assert "unmapped-scale-name" in result.stdout
-        for line in result.stderr.splitlines():
-            assert line.startswith(("::error ", "::warning ")), line
-            assert line.count("::") >= 2
-            head = line.split("::")[1]
-            assert "\r" not in line and "\x1b" not in line
-            assert head.split(" ", 1)[0] in ("error", "warning")

@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support.junit import broken_checkpoint, cases, good_checkpoint, outcome, validate
+from support.checkpoints import broken_checkpoint, good_checkpoint
+from support.junit import cases, outcome, validate
 
 from kvscale.core.inspect import inspect_checkpoint
 from kvscale.policy import Policy

@@ -337,3 +337,30 @@ def scales_output(
     }
     (directory / "kv_scales.json").write_text(json.dumps(doc))
     return directory
+
+
+def broken_checkpoint(root: Path) -> Path:
+    """``root/broken``, compressed-tensors, 3 layers: layer 0 fine; layer 1 k_scale 0 (error)
+    and no v_scale (warning); layer 2 no scales."""
+    return write_scalar_checkpoint(
+        root / "broken",
+        {
+            f"{LLAMA_PREFIX.format(0)}.k_scale": 0.0234375,
+            f"{LLAMA_PREFIX.format(0)}.v_scale": 0.015625,
+            f"{LLAMA_PREFIX.format(1)}.k_scale": 0.0,
+        },
+        layers=3,
+    )
+
+
+def good_checkpoint(root: Path) -> Path:
+    """``root/good``, compressed-tensors, 2 layers, every scale 1/32: no problem at all."""
+    return write_scalar_checkpoint(
+        root / "good",
+        {
+            f"{LLAMA_PREFIX.format(i)}.{k}": 0.03125
+            for i in range(2)
+            for k in ("k_scale", "v_scale")
+        },
+        layers=2,
+    )

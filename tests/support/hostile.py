@@ -1,4 +1,5 @@
-"""The hostile-input catalogue runner (in-process, CLI, subprocess) and its checks."""
+"""Hostile strings and their terminal-safety check; the hostile-input catalogue runner
+(in-process, CLI, subprocess) and its checks."""
 
 from __future__ import annotations
 
@@ -8,10 +9,28 @@ import re
 import subprocess
 import sys
 import types
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# --- hostile strings -----------------------------------------------------------------------------
+
+HOSTILE = "\x1b[31m[k_scale][bold]x[/]\r\u202e\x07\x9b2J\x00\u2028"
+"""ESC + SGR, rich markup (a tag, a name in brackets, a closing tag), CR, a bidi override, BEL,
+a C1 CSI, NUL and a Unicode line separator."""
+RAW_DANGER = ["\x1b", "\r", "\u202e", "\x07", "\x9b", "\x00", "\u2028"]
+
+
+def assert_terminal_safe(text: str) -> None:
+    """Nothing that moves the cursor, rings, recolours or reorders: only \\n and printables."""
+    for ch in text:
+        if ch == "\n":
+            continue
+        category = unicodedata.category(ch)
+        assert category not in ("Cc", "Cf", "Zl", "Zp", "Cs"), f"raw {ch!r} in output"
+
 
 # --- hostile-input catalogue runner -------------------------------------------------------------
 #

@@ -1,5 +1,5 @@
 """JUnit XML checks shared by the ``--junit`` tests: a schema of the common JUnit shape, its
-validator, the cases of a report by (classname, name), and two checkpoints to report on."""
+validator, and the cases of a report by (classname, name)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support.checkpoints import write_scalar_checkpoint
-
-P = "model.layers.{}.self_attn"
 
 # A minimal schema of the common JUnit XML shape (Ant's junit task, as read by Jenkins, GitLab
 # and the GitHub test reporters), written for these tests: testsuites > testsuite > testcase
@@ -101,28 +98,6 @@ JUNIT_XSD = """<?xml version="1.0" encoding="UTF-8"?>
   </xs:element>
 </xs:schema>
 """
-
-
-def broken_checkpoint(root: Path) -> Path:
-    """Layer 0 fine; layer 1 k_scale 0 (error) and no v_scale (warning); layer 2 no scales."""
-    return write_scalar_checkpoint(
-        root / "broken",
-        {
-            f"{P.format(0)}.k_scale": 0.0234375,
-            f"{P.format(0)}.v_scale": 0.015625,
-            f"{P.format(1)}.k_scale": 0.0,
-        },
-        layers=3,
-    )
-
-
-def good_checkpoint(root: Path) -> Path:
-    """Two layers, every scale 1/32: no problem at all."""
-    return write_scalar_checkpoint(
-        root / "good",
-        {f"{P.format(i)}.{k}": 0.03125 for i in range(2) for k in ("k_scale", "v_scale")},
-        layers=2,
-    )
 
 
 def validate(data: bytes | Path) -> None:
