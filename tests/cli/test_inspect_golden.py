@@ -6,7 +6,7 @@ version, and compares the whole document with tests/golden/inspect_<case>.json.
 
 A deliberate schema or behaviour change: regenerate with
 
-    KVSCALE_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_inspect.py
+    KVSCALE_UPDATE_GOLDEN=1 python -m pytest tests/cli/test_inspect_golden.py
 
 and review the diff of tests/golden/ like code. Removing or renaming a contract key needs a new
 schema version (see the contract); ``test_contract_keys_are_present`` guards that.

@@ -2,8 +2,8 @@
 (``kvscale.verify/1``) on the bundled examples.
 
 Regenerate after a deliberate change with ``KVSCALE_UPDATE_GOLDEN=1 python -m pytest
-tests/test_golden_schemas.py`` and review the diff like code. The verify golden pins every key and
-every deterministic value; the measured statistics (which depend on floating-point summation
+tests/cli/test_schema_goldens.py`` and review the diff like code. The verify golden pins every
+key and every deterministic value; the measured statistics (which depend on floating-point summation
 order) are pinned by type and checked against the documented thresholds instead.
 """
 

@@ -52,7 +52,7 @@ def test_examples_pass_bit_exact(example: str) -> None:
 
 def test_e5m2_checkpoint_is_refused_as_vllm_refuses_it() -> None:
     """vLLM 0.33 refuses fp8_e5m2 with checkpoint scales (the kernel's e5m2 bytes are checked by
-    tests/test_kernel_gpu.py): verify says so per layer instead of writing anything."""
+    tests/kernel/test_triton_cache_gpu.py): verify says so per layer instead of writing anything."""
     code, doc = _run(
         str(EXAMPLES / "llm-compressor-fp8"), "--kv-cache-dtype", "fp8_e5m2", "--tokens", "1024"
     )

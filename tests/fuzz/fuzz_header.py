@@ -6,7 +6,7 @@ Long runs, reproducible from these commands (from the repository root, venv acti
     python tests/fuzz/fuzz_header.py --minutes 30                      # hypothesis (default)
     python tests/fuzz/fuzz_header.py --minutes 30 --engine atheris     # coverage-guided
     python tests/fuzz/fuzz_header.py --minutes 5 --seed 1234           # a fixed hypothesis seed
-    KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/test_header_properties.py # the CI properties, longer
+    KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/hostile/test_header_properties.py  # CI's, longer
 
 The atheris engine needs ``pip install atheris`` (a wheel exists for CPython 3.11 on Linux
 x86-64); libFuzzer options can follow ``--``, e.g. ``-- -jobs=4 -workers=4``. Crashing inputs
@@ -23,7 +23,8 @@ The oracle, for every input (the complete bytes of a file):
 4. every error message is one short line naming the file;
 5. no input takes more than ``SLOW_SECONDS``.
 
-The hypothesis strategies here (``files()``) are shared with ``tests/test_header_properties.py``.
+The hypothesis strategies here (``files()``) are shared with
+``tests/hostile/test_header_properties.py``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ refuses at start (a compressed-tensors ``kv_cache_scheme`` that is a string, an 
 layout) is readable: every layer is ``layer-refused`` and the exit code is 1.
 
 Each ``CATALOGUE`` entry also runs as a subprocess in
-``test_hostile_safetensors.py::test_catalogue_subprocess``.
+``test_safetensors.py::test_catalogue_subprocess``.
 """
 
 from __future__ import annotations

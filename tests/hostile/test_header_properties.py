@@ -8,7 +8,7 @@ the input, never by what the header claims.
 
 Bounded for CI (about a minute in all). For longer runs::
 
-    KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/test_header_properties.py
+    KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/hostile/test_header_properties.py
     python tests/fuzz/fuzz_header.py --minutes 30 [--engine atheris]
 
 (see ``docs/limits.md`` and ``tests/fuzz/fuzz_header.py``).

@@ -1,7 +1,7 @@
 """Broken and hostile checkpoint layouts: directories, indexes, symlinks, HF caches, limits.
 
 Each ``CATALOGUE`` entry runs through ``kvscale inspect PATH [--json]`` in process here, and as a
-``python -m kvscale`` subprocess in ``test_hostile_safetensors.py::test_catalogue_subprocess``.
+``python -m kvscale`` subprocess in ``test_safetensors.py::test_catalogue_subprocess``.
 """
 
 from __future__ import annotations

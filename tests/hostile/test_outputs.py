@@ -5,7 +5,7 @@ stderr line (``kvscale: error: <file>: ...``), and that nothing was lost (the in
 output's trees, bytes, modes and links before and after). Real bind mounts and PID namespaces are
 used where the machine allows (root, ``mount``, ``unshare``) and skipped with the reason
 otherwise. The size-and-time tests of item 7 are ``slow``; the fault-injection suite (signals,
-FIFOs swapped in mid-copy, racing processes) is ``tests/test_hardening_faults.py``.
+FIFOs swapped in mid-copy, racing processes) is ``tests/hostile/test_process_faults.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Issue 17 under real faults: signals, FIFOs swapped in mid-copy, racing processes, PID 1.
 
-Extends ``tests/test_normalize_faults.py`` (SIGKILL at random points, full disks) to the cases of
+Extends ``test_normalize_faults.py`` (SIGKILL at random points, full disks) to the cases of
 issue 17. Every test here is ``slow`` and runs ``python -m kvscale`` (or a small harness around
 ``kvscale.cli.main`` that injects the fault at a seam) as a real process. What must hold every
 time: the input is unchanged; ``--out`` is absent, untouched, or complete (never partial); a

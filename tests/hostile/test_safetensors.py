@@ -4,13 +4,12 @@ Every entry of ``CATALOGUE`` runs through the real CLI (``kvscale inspect PATH``
 ``... --json``, in process with typer's CliRunner), and, in ``test_catalogue_subprocess``, as a
 real ``python -m kvscale`` process with a 10 s timeout, with its whole input tree hashed before
 and after and an empty working directory that must stay empty. That test also runs the
-catalogues of ``test_hostile_layouts.py`` and ``test_hostile_config.py``; select it alone with
+catalogues of ``test_layouts.py`` and ``test_config.py`` (this directory); select it alone with
 ``pytest -m slow``. Every unreadable entry (exit 2) also goes through ``normalize``
 and ``verify``, which must give the same one-line message and write nothing.
 
 The messages mirror the checks of huggingface/safetensors ``Metadata::validate`` and
-``SafeTensors::read_metadata`` (see kv-scale-rules.md section 6); see ``docs/limits.md``.
-"""
+``SafeTensors::read_metadata`` (see kv-scale-rules.md section 6); see ``docs/limits.md``."""
 
 from __future__ import annotations
 
@@ -26,17 +25,12 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
+from support.hostile import Q_WEIGHT, K, V, fifo_file, giga_scale
 
-from kvscale.errors import KVScaleError, LimitExceededError, SafetensorsFormatError
-from kvscale.io.safetensors import read_header, read_tensor_bytes
 from tests.hostile.test_config import CATALOGUE as CONFIG_CATALOGUE
 from tests.hostile.test_layouts import CATALOGUE as LAYOUT_CATALOGUE
 
-K = "model.layers.0.self_attn.k_scale"
-V = "model.layers.0.self_attn.v_scale"
-Q_WEIGHT = "model.layers.0.self_attn.q_proj.weight"
 NOT_ST = r"not a valid safetensors file: "
-GIGA = 10**9
 
 
 class Case(NamedTuple):
@@ -102,31 +96,6 @@ def _sparse_header_len(n: int, file_size: int) -> Callable[[SimpleNamespace], Pa
         return path
 
     return build
-
-
-def giga_scale(config: str, strategy: str = "tensor") -> Callable[[SimpleNamespace], Path]:
-    """A k_scale of 10**9 float32 elements in a sparse 4 GB file: refused, never read."""
-
-    def build(kit: SimpleNamespace) -> Path:
-        directory = kit.tmp / "giga"
-        directory.mkdir()
-        cfg = kit.ct_config(1, strategy) if config == "ct" else kit.fp8_config(1)
-        (directory / "config.json").write_text(json.dumps(cfg))
-        header = {
-            Q_WEIGHT: {"dtype": "BF16", "shape": [0], "data_offsets": [0, 0]},
-            K: {"dtype": "F32", "shape": [GIGA], "data_offsets": [0, 4 * GIGA]},
-        }
-        path = kit.raw(directory / "model.safetensors", header)
-        os.truncate(path, path.stat().st_size + 4 * GIGA)
-        return directory
-
-    return build
-
-
-def fifo_file(kit: SimpleNamespace) -> Path:
-    path = kit.tmp / "pipe.safetensors"
-    os.mkfifo(path)
-    return path
 
 
 def dir_named_shard(kit: SimpleNamespace) -> Path:
@@ -528,14 +497,8 @@ CATALOGUE: list[Case] = [
     ),
 ]
 
-
-# --- values: every edge of the resolution rules, readable files with wrong scales -------------
-#
-# Exit 1 when the engine refuses the layer or uses an invalid value; exit 0 (with a warning)
-# when the engine ignores the bad tensor and falls back to a valid one (base path: a bad v_scale
-# is replaced by k_scale). ``expect`` is the problem code that decides it.
-
 NAN, INF = math.nan, math.inf
+
 FP8 = ("--kv-cache-dtype", "fp8")
 
 
@@ -679,6 +642,8 @@ VALUE_CATALOGUE: list[Case] = [
         args=(*FP8, "--platform", "fnuz"),
     ),
 ]
+
+
 CATALOGUE += VALUE_CATALOGUE
 
 
@@ -686,9 +651,6 @@ CATALOGUE += VALUE_CATALOGUE
 @pytest.mark.parametrize("case", CATALOGUE, ids=[c.id for c in CATALOGUE])
 def test_catalogue(hostile: Any, case: Case, json_mode: bool) -> None:
     hostile.cli(case, json_mode=json_mode)
-
-
-# --- one subprocess test over every catalogue ---------------------------------------------------
 
 
 ALL_CASES = [*CATALOGUE, *LAYOUT_CATALOGUE, *CONFIG_CATALOGUE]
@@ -703,9 +665,9 @@ def test_catalogue_subprocess(hostile: Any, case: Any) -> None:
     hostile.subprocess(case)
 
 
-# --- every other command that reads a checkpoint --------------------------------------------------
-
 UNREADABLE = [c for c in ALL_CASES if c.code == 2]
+
+
 # Values and engine refusals that make `normalize` refuse to write (contract: a layer the engine
 # refuses, or a value that is not a positive finite number).
 NORMALIZE_REFUSES = [
@@ -727,9 +689,6 @@ def test_unreadable_input_every_command(hostile: Any, case: Any, command: str) -
 @pytest.mark.parametrize("case", NORMALIZE_REFUSES, ids=[c.id for c in NORMALIZE_REFUSES])
 def test_normalize_refuses_and_writes_nothing(hostile: Any, case: Any) -> None:
     hostile.other_command(case, "normalize")
-
-
-# --- beyond the exit code: what is (not) read, allocated, or spent ------------------------------
 
 
 def test_giga_scale_is_never_read(
@@ -759,93 +718,6 @@ def test_giga_scale_is_never_read(
     assert max(reads) <= 1 << 16, reads  # header-sized reads only, never the 4 GB tensor
     assert peak < 16 << 20, f"peak {peak:,} bytes"
     assert report.layers[0].rule.value == "error"
-
-
-def test_giga_scale_refused_by_read_tensor_bytes(ckpt_kit: SimpleNamespace) -> None:
-    path = giga_scale("ct", "attn_head")(ckpt_kit) / "model.safetensors"
-    info = read_header(path).tensors[K]
-    with pytest.raises(LimitExceededError) as excinfo:
-        read_tensor_bytes(path, info)
-    assert "limit max-scale-elements = 65,536" in excinfo.value.one_line()
-
-
-def test_scale_elements_limit_env(ckpt_kit: SimpleNamespace, monkeypatch: Any) -> None:
-    """max-scale-elements: a 3-element scale with the limit at 2 is refused, at 3 it is read."""
-    import torch
-
-    path = ckpt_kit.write(ckpt_kit.tmp / "s.safetensors", {K: torch.ones(3)})
-    info = read_header(path).tensors[K]
-    monkeypatch.setenv("KVSCALE_MAX_SCALE_ELEMENTS", "2")
-    with pytest.raises(LimitExceededError) as excinfo:
-        read_tensor_bytes(path, info)
-    line = excinfo.value.one_line()
-    assert "limit max-scale-elements = 2 elements read from one scale tensor" in line
-    assert "set KVSCALE_MAX_SCALE_ELEMENTS to raise it" in line
-    monkeypatch.setenv("KVSCALE_MAX_SCALE_ELEMENTS", "3")
-    assert len(read_tensor_bytes(path, info)) == 12
-
-
-@pytest.mark.parametrize(
-    "header",
-    [
-        {K: {"dtype": "F32", "shape": [2**63, 2**63, 2**63], "data_offsets": [0, 4]}},
-        {K: {"dtype": "F32", "shape": [2**40] * 4, "data_offsets": [0, 2**64 - 1]}},
-        {K: {"dtype": "U8", "shape": [2**64 - 1], "data_offsets": [0, 2**64 - 1]}},
-        {f"t{i}": {"dtype": "U8", "shape": [2**32], "data_offsets": [0, 2**32]} for i in range(64)},
-    ],
-    ids=["overflowing-shape", "huge-dims", "u64-max-tensor", "64-claimed-4gb-tensors"],
-)
-def test_huge_claims_allocate_nothing(ckpt_kit: SimpleNamespace, header: dict[str, Any]) -> None:
-    """Shapes and offsets are numbers in a header: no check turns them into an allocation."""
-    path = ckpt_kit.raw(ckpt_kit.tmp / "claims.safetensors", header, b"\0" * 4)
-    tracemalloc.start()
-    try:
-        with pytest.raises(SafetensorsFormatError):
-            read_header(path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 1 << 20, f"peak {peak:,} bytes"
-
-
-def test_fifo_never_blocks(ckpt_kit: SimpleNamespace) -> None:
-    """read_header on a FIFO returns at once (O_NONBLOCK + fstat), it does not wait for a writer."""
-    path = fifo_file(ckpt_kit)
-    start = time.monotonic()
-    with pytest.raises(KVScaleError, match="FIFO"):
-        read_header(path)
-    assert time.monotonic() - start < 1
-
-
-def test_valid_file_still_reads(ckpt_kit: SimpleNamespace) -> None:
-    """The hardening refuses nothing the reference accepts: a real file with every float dtype."""
-    import torch
-
-    tensors = {
-        f"t.{name}": torch.zeros(2, 3, dtype=getattr(torch, name))
-        for name in ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "bool")
-    }
-    tensors["empty"] = torch.zeros(0, 5)
-    tensors["scalar"] = torch.tensor(1.5)
-    if hasattr(torch, "float8_e4m3fn"):
-        tensors["fp8"] = torch.zeros(4, dtype=torch.float8_e4m3fn)
-    path = ckpt_kit.write(ckpt_kit.tmp / "ok.safetensors", tensors, {"format": "pt"})
-    header = read_header(path)
-    assert set(header.tensors) == set(tensors)
-    assert header.metadata == {"format": "pt"}
-    assert read_tensor_bytes(path, header.tensors["scalar"]) == struct.pack("<f", 1.5)
-
-
-def test_messages_truncate_giant_names(ckpt_kit: SimpleNamespace) -> None:
-    """A 1 MB tensor name does not make a 1 MB error line."""
-    name = "x" * (1 << 20)
-    path = ckpt_kit.raw(ckpt_kit.tmp / "long.safetensors", {name: {"dtype": "F128"}})
-    with pytest.raises(SafetensorsFormatError) as excinfo:
-        read_header(path)
-    assert len(excinfo.value.one_line()) < 400
-
-
-# --- hostile inputs handled outside the reader ------------------------------------------------
 
 
 def test_layer_index_with_thousands_of_digits(ckpt_kit: SimpleNamespace) -> None:

@@ -7,7 +7,7 @@ power-of-two scales). What they check is everything else: slot -> block/offset a
 strides of every tensor, per-head scale indexing, padding slots and ignored rows, masking of
 non-power-of-two head counts and sizes, the default and two forced tiles, and the plain-copy
 dtypes. Rounding, saturation and NaN bytes are checked on the GPU
-(tests/test_kernel_gpu.py).
+(tests/kernel/test_triton_cache_gpu.py).
 """
 
 from __future__ import annotations

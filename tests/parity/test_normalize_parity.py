@@ -7,7 +7,7 @@ For each case, ``normalize --checkpoint --force`` writes a copy for each platfor
 * ``test_copy_matches_source_inspect`` (always runs): ``inspect`` of the copy gives the same
   four values (or the same refusal) as ``inspect`` of the original, for both engine platforms,
   for the case's KV-cache dtype and for fp8. ``inspect`` itself is checked against vLLM's code
-  by tests/test_vllm_parity.py.
+  by tests/parity/test_vllm_parity.py.
 * ``test_copy_matches_vllm`` (when KVSCALE_VLLM_SRC points at an extracted vLLM 0.33.0 tree):
   the same comparison, with vLLM's own loading code executed by tests/parity/vllm_oracle.py
   (used read-only) on the original and on the copy.

@@ -4,8 +4,8 @@ The scenarios live in examples/ci/run_local.py (also runnable by hand: examples/
 this module runs them under pytest on the bundled example checkpoints (a passing one and a
 broken one, served by a loopback Hub as the templates read them, and as files in the
 repository), and checks the files' structure. The slow test runs the templates' install steps
-too, in fresh virtual environments (the light install: no torch). tests/test_precommit.py runs
-the hook with pre-commit itself.
+too, in fresh virtual environments (the light install: no torch). test_precommit.py runs the
+hook with pre-commit itself.
 """
 
 from __future__ import annotations
