@@ -1,8 +1,7 @@
 """Broken and hostile checkpoint layouts: directories, indexes, symlinks, HF caches, limits.
 
 Each ``CATALOGUE`` entry runs through ``kvscale inspect PATH [--json]`` in process here, and as a
-``python -m kvscale`` subprocess in ``test_safetensors.py::test_catalogue_subprocess``.
-"""
+``python -m kvscale`` subprocess in ``test_safetensors.py::test_catalogue_subprocess``."""
 
 from __future__ import annotations
 
@@ -16,15 +15,17 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import pytest
+from support.checkpoints import hf_cache as hf_cache_layout
 from support.cli import CliRunner
 
 from kvscale.cli import app
-from kvscale.errors import CheckpointLayoutError
-from kvscale.io.checkpoint import open_checkpoint
 
 INDEX = "model.safetensors.index.json"
+
 SHARD1 = "model-00001-of-00002.safetensors"
+
 SHARD2 = "model-00002-of-00002.safetensors"
+
 K0 = "model.layers.0.self_attn.k_proj.k_scale"
 
 
@@ -210,26 +211,16 @@ def hf_cache(
     revisions: tuple[str, ...] = ("abc123",),
     drop_blob: bool = False,
 ) -> Path:
-    """``models--org--name`` with blobs, snapshots of relative symlinks, and refs/main."""
-    import hashlib
-
-    repo = kit.tmp / "models--org--name"
-    source = kit.make("source")
-    (repo / "blobs").mkdir(parents=True)
-    (repo / "snapshots").mkdir()
-    for revision in revisions:
-        snapshot = repo / "snapshots" / revision
-        snapshot.mkdir(parents=True)
-        for item in sorted(source.iterdir()):
-            data = item.read_bytes()
-            blob = hashlib.sha256(data).hexdigest()
-            if not (drop_blob and item.suffix == ".safetensors"):
-                (repo / "blobs" / blob).write_bytes(data)
-            (snapshot / item.name).symlink_to(f"../../blobs/{blob}")
-    if ref is not None:
-        (repo / "refs").mkdir()
-        (repo / "refs" / "main").write_bytes(ref)
-    return repo
+    """``models--org--name`` with blobs, snapshots of relative symlinks, and refs/main
+    (``ref=None``: no refs directory)."""
+    return hf_cache_layout(
+        kit.make("source"),
+        kit.tmp / "models--org--name",
+        revisions=revisions,
+        ref=ref,
+        refs=ref is not None,
+        drop_blob=drop_blob,
+    )
 
 
 def hf_fifo_ref(kit: SimpleNamespace) -> Path:
@@ -515,9 +506,6 @@ def test_catalogue(hostile: Any, case: Case, json_mode: bool) -> None:
     hostile.cli(case, json_mode=json_mode)
 
 
-# --- "refused, never opened" --------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "target", ["outside_fifo_abs", "../outside.safetensors", "../../outside.safetensors"]
 )
@@ -562,29 +550,6 @@ def test_weight_map_outside_is_never_opened(
     forbidden = {str(outside), str(fifo)}
     assert not forbidden & set(opened), opened
     assert all(p.startswith(str(directory)) for p in opened if p.startswith(str(ckpt_kit.tmp)))
-
-
-def test_no_shard_is_opened_before_the_index_is_validated(
-    ckpt_kit: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    directory = ckpt_kit.make("ckpt", shards=2)
-    doc = json.loads((directory / INDEX).read_text())
-    doc["weight_map"]["zzz.last"] = "/etc/passwd"  # the very last entry is the bad one
-    (directory / INDEX).write_text(json.dumps(doc))
-    seen: list[str] = []
-    real = os.open
-
-    def record(path: Any, *args: Any, **kwargs: Any) -> int:
-        seen.append(os.fspath(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", record)
-    with pytest.raises(CheckpointLayoutError, match="outside the checkpoint"):
-        open_checkpoint(directory)
-    assert not [p for p in seen if p.endswith(".safetensors")], seen
-
-
-# --- permissions --------------------------------------------------------------------------------
 
 
 def test_unreadable_shard_real_permissions(ckpt_kit: SimpleNamespace) -> None:
@@ -640,22 +605,3 @@ def test_unreadable_directory_simulated(
     result = CliRunner().invoke(app, ["inspect", str(directory)])
     assert result.exit_code == 2
     assert result.stderr == f"kvscale: error: {directory}: cannot read: permission denied\n"
-
-
-# --- layouts that must keep working -------------------------------------------------------------
-
-
-def test_hf_cache_resolves(ckpt_kit: SimpleNamespace) -> None:
-    repo = hf_cache(ckpt_kit)
-    ckpt = open_checkpoint(repo)
-    assert ckpt.layout == "hf-cache"
-    assert ckpt.root == repo / "snapshots" / "abc123"
-    assert ckpt.config is not None
-
-
-def test_shard_not_in_index_is_ignored_like_the_engine(ckpt_kit: SimpleNamespace) -> None:
-    """vLLM loads only the files the index names; a stray shard is not read at all."""
-    directory = ckpt_kit.make("ckpt", shards=2)
-    (directory / "stray.safetensors").write_bytes(b"garbage")
-    ckpt = open_checkpoint(directory)
-    assert "stray.safetensors" not in ckpt.files

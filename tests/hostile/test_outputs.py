@@ -32,6 +32,7 @@ from safetensors.torch import load_file, save_file
 from support.checkpoints import (
     FP8_TENSOR,
     attention_weights,
+    hf_cache,
     llama_config,
     quant_config,
     tensor,
@@ -476,20 +477,8 @@ def test_i17_3_force_race_does_not_replace_the_other_runs_output(tmp_path: Path)
 
 def _hf_cache(root: Path) -> tuple[Path, Path]:
     """A models--org--tiny cache; returns (repo, snapshot)."""
-    src = checkpoint(root, "_src")
-    repo = root / "models--org--tiny"
-    rev = "0123456789abcdef0123456789abcdef01234567"
-    snap = repo / "snapshots" / rev
-    (repo / "blobs").mkdir(parents=True)
-    snap.mkdir(parents=True)
-    for f in sorted(src.iterdir()):
-        blob = repo / "blobs" / f"blob-{f.name}"
-        shutil.copyfile(f, blob)
-        os.symlink(os.path.join("..", "..", "blobs", blob.name), snap / f.name)
-    shutil.rmtree(src)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(rev)
-    return repo, snap
+    repo = hf_cache(checkpoint(root, "_src"), root / "models--org--tiny", move=True)
+    return repo, next((repo / "snapshots").iterdir())
 
 
 def test_i17_4_junit_onto_a_shard_of_a_directory_input(tmp_path: Path) -> None:
@@ -531,7 +520,7 @@ def test_i17_4_junit_onto_the_config_of_a_single_file_input(tmp_path: Path) -> N
 def test_i17_4_junit_onto_the_real_file_of_a_shard(tmp_path: Path, layout: str) -> None:
     if layout == "hf-snapshot":
         repo, given = _hf_cache(tmp_path)
-        target = repo / "blobs" / "blob-model.safetensors"
+        target = (given / "model.safetensors").resolve()  # the blob the snapshot links to
         watched = repo
     else:
         store = checkpoint(tmp_path, "store")

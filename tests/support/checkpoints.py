@@ -6,7 +6,9 @@ and the writers every test module uses; fixtures wrapping them live in ``tests/c
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -364,3 +366,36 @@ def good_checkpoint(root: Path) -> Path:
         },
         layers=2,
     )
+
+
+def hf_cache(
+    source: Path,
+    repo: Path,
+    *,
+    revisions: tuple[str, ...] = ("0123456789abcdef0123456789abcdef01234567",),
+    ref: bytes | None = None,
+    refs: bool = True,
+    drop_blob: bool = False,
+    move: bool = False,
+) -> Path:
+    """``repo`` (``models--ORG--NAME``) as the Hugging Face cache lays out ``source``'s files:
+    ``blobs/<sha256>``, ``snapshots/<revision>/<name>`` relative links to them and, with
+    ``refs``, ``refs/main`` holding ``ref`` (default: the first revision). ``drop_blob`` leaves
+    the safetensors blobs out (dangling links); ``move`` deletes ``source`` afterwards."""
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots").mkdir()
+    for revision in revisions:
+        snapshot = repo / "snapshots" / revision
+        snapshot.mkdir(parents=True)
+        for item in sorted(source.iterdir()):
+            data = item.read_bytes()
+            blob = hashlib.sha256(data).hexdigest()
+            if not (drop_blob and item.suffix == ".safetensors"):
+                (repo / "blobs" / blob).write_bytes(data)
+            (snapshot / item.name).symlink_to(f"../../blobs/{blob}")
+    if refs:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_bytes(revisions[0].encode() if ref is None else ref)
+    if move:
+        shutil.rmtree(source)
+    return repo

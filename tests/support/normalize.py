@@ -6,11 +6,9 @@ directory and returns the path to pass to ``normalize`` (a directory, a file or 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Any
 
 import torch
 from safetensors.torch import save_file
-from support.checkpoints import llama_config
+from support.checkpoints import hf_cache, llama_config
 from support.checkpoints import quant_config as qc
 
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
@@ -273,22 +271,8 @@ def _single_file(d: Path) -> Path:
 
 
 def _hf_cache(d: Path) -> Path:
-    repo = d / "models--org--tiny"
-    snap_src = d / "_src"
-    _modelopt(snap_src)
-    rev = "0123456789abcdef0123456789abcdef01234567"
-    blobs = repo / "blobs"
-    snap = repo / "snapshots" / rev
-    blobs.mkdir(parents=True)
-    snap.mkdir(parents=True)
-    for f in sorted(snap_src.iterdir()):
-        digest = hashlib.sha256(f.read_bytes()).hexdigest()
-        shutil.copyfile(f, blobs / digest)
-        os.symlink(os.path.join("..", "..", "blobs", digest), snap / f.name)
-    shutil.rmtree(snap_src)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(rev)
-    return repo
+    _modelopt(d / "_src")
+    return hf_cache(d / "_src", d / "models--org--tiny", move=True)
 
 
 CASES: list[Case] = [
