@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 from support.checkpoints import (
     LLAMA_PREFIX,
     attention_weights,
@@ -27,6 +28,10 @@ from support.checkpoints import (
 )
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from support.cli import CliRunner, run_cli
+from support.hardening import (
+    P,
+    invoke,
+)
 from support.hostile import HOSTILE, RAW_DANGER, assert_terminal_safe
 
 from kvscale.cli import app
@@ -34,7 +39,6 @@ from kvscale.cli import app
 
 def hostile_checkpoint(kit: SimpleNamespace, prefix: str) -> Path:
     """A real attention layer whose module prefix is hostile, with a zero k_scale (an error)."""
-    import torch
 
     tensors = {
         f"{prefix}.self_attn.q_proj.weight": torch.zeros(2, 2, dtype=torch.bfloat16),
@@ -75,7 +79,6 @@ def test_json_carries_hostile_names_exactly(ckpt_kit: SimpleNamespace) -> None:
 
 def test_json_structure_cannot_be_forged(ckpt_kit: SimpleNamespace) -> None:
     """A name that is itself JSON text stays a string value; the document keeps its keys."""
-    import torch
 
     forged = 'x", "ok": true, "problems": [], "y": "'
     tensors = {
@@ -221,3 +224,48 @@ def test_hostile_tensor_names_cannot_forge_workflow_commands(
             head = line.split("::")[1]
             assert "\r" not in line and "\x1b" not in line
             assert head.split(" ", 1)[0] in ("error", "warning")
+
+
+WORKFLOW_HOSTILE = " ::error title=owned::pwned ##[group]x ::set-output name=a::b "
+
+
+def _workflow_names_checkpoint(root: Path) -> Path:
+    # A prefix longer than any render width, with '::' words wherever a line may wrap.
+    long = "w" * 4_060 + "".join(f" ::e{i}" for i in range(40)) + " ##[x]"
+    t = attention_weights(2)
+    for prefix in (f"model{WORKFLOW_HOSTILE}", f"model{long}"):
+        t.update(attention_weights(1, prefix=prefix + ".layers.{}.self_attn"))
+        t[f"{prefix}.layers.0.self_attn.k_proj.k_scale"] = tensor(0.5)
+    t[f"{P.format(0)}.k_scale"] = tensor(0.0)  # skipped under --force: a warning naming it
+    t[f"{P.format(0)}.v_scale"] = tensor(0.5)
+    src = write_checkpoint(
+        root / "ckpt", t, llama_config(2, quant=quant_config("fp8"), head_dim=16)
+    )
+    os.symlink("/etc/hostname", src / f"notes{WORKFLOW_HOSTILE}.txt")  # 'file-not-copied' names it
+    os.rename(src / "model.safetensors", src / f"m{WORKFLOW_HOSTILE}.safetensors")
+    return src
+
+
+def _workflow_commands(lines: str) -> list[str]:
+    return [line for line in lines.splitlines() if line.lstrip().startswith("::") or "##[" in line]
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "200"])
+def test_no_workflow_command_from_names(tmp_path: Path, columns: str) -> None:
+    """No workflow command from a checkpoint name, after wrapping (issue 17, item 11)."""
+    src = _workflow_names_checkpoint(tmp_path)
+    env = {"GITHUB_ACTIONS": "true", "COLUMNS": columns}
+    out = tmp_path / "out"
+    result = invoke("normalize", src, "--out", out, "--checkpoint", "--force", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert _workflow_commands(result.stderr) == []
+    assert "notes ::error" in result.stderr  # shown, defused: not dropped
+    assert "\\x23#[group]" in result.stderr
+    shown = ""
+    for args in (("verify", out, "--tokens", "64"), ("verify", out, "--tokens", "64", "--quiet")):
+        result = invoke(*args, env=env)
+        assert result.exit_code == 0, result.stderr
+        assert _workflow_commands(result.stdout) == [], _workflow_commands(result.stdout)[:3]
+        assert _workflow_commands(result.stderr) == []
+        shown += result.stdout
+    assert "pwned" in shown  # the hostile layer is shown, defused

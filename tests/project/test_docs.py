@@ -4,6 +4,8 @@ surface."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib.util
 import re
 import sys
@@ -133,3 +135,51 @@ def test_every_limit_is_documented() -> None:
     assert len(found) >= 12
     for limit in found:
         assert f"| `{limit.name}` | `{limit.env}` | {limit.default:,}" in text, limit.name
+
+
+@functools.lru_cache(maxsize=1)
+def _limits_in_source() -> dict[str, str]:
+    """Every ``Limit(name, env, ...)`` constructed anywhere in kvscale/, by name -> variable."""
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "kvscale").rglob("*.py")):
+        text = path.read_text()
+        if "Limit(" not in text:
+            continue
+        tree = ast.parse(text, str(path))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Limit"
+                and len(node.args) >= 2
+                and all(isinstance(a, ast.Constant) for a in node.args[:2])
+            ):
+                found[str(node.args[0].value)] = str(node.args[1].value)
+    return found
+
+
+def test_limits_found_in_the_source() -> None:
+    """The inventory the documentation test below checks (a guard on the scan itself)."""
+    limits = _limits_in_source()
+    assert {
+        "max-header-bytes": "KVSCALE_MAX_HEADER_BYTES",
+        "max-scale-elements": "KVSCALE_MAX_SCALE_ELEMENTS",
+        "max-shards": "KVSCALE_MAX_SHARDS",
+        "max-config-bytes": "KVSCALE_MAX_CONFIG_BYTES",
+        "max-index-bytes": "KVSCALE_MAX_INDEX_BYTES",
+        "max-layers": "KVSCALE_MAX_LAYERS",
+        "max-heads": "KVSCALE_MAX_HEADS",
+        "max-policy-bytes": "KVSCALE_MAX_POLICY_BYTES",
+        "max-document-bytes": "KVSCALE_MAX_DOCUMENT_BYTES",
+        "max-verify-elements": "KVSCALE_MAX_VERIFY_ELEMENTS",
+    }.items() <= limits.items()
+
+
+def test_docs_list_every_limit_and_its_variable() -> None:
+    text = (ROOT / "docs" / "limits.md").read_text()
+    missing = [
+        f"{name} ({env})"
+        for name, env in sorted(_limits_in_source().items())
+        if f"`{name}`" not in text or f"`{env}`" not in text
+    ]
+    assert missing == []

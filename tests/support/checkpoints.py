@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +126,16 @@ def write_safetensors_file(
     return path
 
 
-def raw_safetensors_file(
-    path: Path,
-    header: Any,
-    data: bytes = b"",
-    *,
-    header_len: int | None = None,
-    pad: bool = True,
-) -> Path:
-    """Exact bytes: 8-byte little-endian length, header, data. Nothing is validated."""
+DTYPE_BYTES = {"F64": 8, "F32": 4, "I32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "U8": 1}
+
+
+def safetensors_prefix(header: Any, *, header_len: int | None = None, pad: bool = True) -> bytes:
+    """The start of a safetensors file: the 8-byte little-endian header length, then the header.
+
+    The one place tests pack a header by hand. ``header`` is a JSON-able object (written
+    compactly), a ``str`` or raw ``bytes`` (taken as is); ``pad`` adds spaces up to a multiple
+    of 8 as writers do; ``header_len`` replaces the true length (for crafted, broken files).
+    Nothing is validated."""
     if isinstance(header, bytes):
         raw = header
     elif isinstance(header, str):
@@ -142,9 +144,63 @@ def raw_safetensors_file(
         raw = json.dumps(header, separators=(",", ":")).encode()
     if pad and len(raw) % 8:
         raw += b" " * (8 - len(raw) % 8)  # writers pad with spaces to a multiple of 8
-    length = len(raw) if header_len is None else header_len
+    return struct.pack("<Q", len(raw) if header_len is None else header_len) + raw
+
+
+def raw_safetensors_file(
+    path: Path,
+    header: Any,
+    data: bytes = b"",
+    *,
+    header_len: int | None = None,
+    pad: bool = True,
+) -> Path:
+    """Exact bytes: ``safetensors_prefix(header, ...)`` then ``data``. Nothing is validated."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(struct.pack("<Q", length) + raw + data)
+    path.write_bytes(safetensors_prefix(header, header_len=header_len, pad=pad) + data)
+    return path
+
+
+def layout_header(
+    tensors: Sequence[tuple[str, str, Sequence[int]]], metadata: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], list[int]]:
+    """The header of ``(name, dtype, shape)`` tensors stored back to back in that order, and
+    each tensor's size in bytes."""
+    header: dict[str, Any] = {"__metadata__": dict(metadata)} if metadata else {}
+    sizes: list[int] = []
+    offset = 0
+    for name, dtype, shape in tensors:
+        size = DTYPE_BYTES[dtype] * math.prod(shape)
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        sizes.append(size)
+        offset += size
+    return header, sizes
+
+
+def layout_safetensors_file(
+    path: Path,
+    tensors: Sequence[tuple[str, str, Sequence[int]]],
+    fill: Callable[[str, int], bytes] | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """A valid safetensors file of ``(name, dtype, shape)`` tensors, written without torch:
+    ``fill(name, size)`` gives each tensor's bytes; without ``fill`` the data is a hole (a
+    sparse file: a file of any claimed size costs no disk and reads as zeros)."""
+    header, sizes = layout_header(tensors, metadata)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(safetensors_prefix(header))
+        if fill is None:
+            fh.truncate(fh.tell() + sum(sizes))
+        else:
+            for (name, _, _), size in zip(tensors, sizes, strict=True):
+                data = fill(name, size)
+                assert len(data) == size, (name, len(data), size)
+                fh.write(data)
     return path
 
 
