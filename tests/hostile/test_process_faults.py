@@ -6,8 +6,7 @@ issue 17. Every test here is ``slow`` and runs ``python -m kvscale`` (or a small
 time: the input is unchanged; ``--out`` is absent, untouched, or complete (never partial); a
 failure is exit 2 with one ``kvscale: error:`` line naming the file, an interruption exit 130;
 nothing hangs (every wait here is bounded, and a process that outlives its bound is killed and
-the test fails); nothing is left next to ``--out`` once a later run has cleaned up.
-"""
+the test fails); nothing is left next to ``--out`` once a later run has cleaned up."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import os
 import random
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -25,73 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.checkpoints import llama_config, quant_config, write_scalar_checkpoint
+from support.checkpoints import big_modelopt_checkpoint, write_scalar_checkpoint
 
 from kvscale.io.staging import is_own_output
 
 pytestmark = pytest.mark.slow
 
 LAYERS = 6
-SHARDS = 4
+
 INTERRUPTED = "kvscale: error: interrupted\n"
-
-
-# --- a checkpoint whose copy takes a while --------------------------------------------------------
-
-
-def _write_shard(path: Path, tensors: list[tuple[str, str, list[int], int]], block: bytes) -> None:
-    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, dtype, shape, nbytes in tensors:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
-        offset += nbytes
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as fh:
-        fh.write(struct.pack("<Q", len(raw)) + raw)
-        for name, dtype, _, nbytes in tensors:
-            if dtype == "F32":
-                fh.write(struct.pack("<f", 0.046875 if "k_scale" in name else 0.03125))
-                continue
-            left = nbytes
-            while left:
-                n = min(left, len(block))
-                fh.write(block[:n])
-                left -= n
-
-
-def build(root: Path, total_mb: int) -> Path:
-    """A ModelOpt checkpoint of real (random) bytes: shards 1-3 hold k/v scales (rewritten by
-    normalize --checkpoint), shard 4 holds none (copied whole); plus a tokenizer and an index."""
-    root.mkdir(parents=True)
-    cfg = llama_config(LAYERS, heads=8, kv_heads=2, quant=quant_config("modelopt"))
-    (root / "config.json").write_text(json.dumps(cfg))
-    (root / "tokenizer.json").write_bytes(os.urandom(200_000))
-    (root / "README.md").write_text("# a model\n")
-    block = os.urandom(4 << 20)
-    per_weight = (total_mb << 20) // (LAYERS * 4 + 2) // 4096 * 4096
-    per_shard = LAYERS // (SHARDS - 1)
-    weight_map: dict[str, str] = {}
-    for s in range(SHARDS - 1):
-        name = f"model-{s + 1:05d}-of-{SHARDS:05d}.safetensors"
-        tensors = []
-        for layer in range(s * per_shard, (s + 1) * per_shard):
-            p = f"model.layers.{layer}.self_attn"
-            for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                tensors.append((f"{p}.{proj}.weight", "BF16", [per_weight // 2], per_weight))
-            tensors += [
-                (f"{p}.k_proj.k_scale", "F32", [], 4),
-                (f"{p}.v_proj.v_scale", "F32", [], 4),
-            ]
-        tensors.sort()
-        _write_shard(root / name, tensors, block)
-        weight_map.update({t[0]: name for t in tensors})
-    last = f"model-{SHARDS:05d}-of-{SHARDS:05d}.safetensors"
-    _write_shard(root / last, [("lm_head.weight", "BF16", [per_weight], 2 * per_weight)], block)
-    weight_map["lm_head.weight"] = last
-    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
-    (root / "model.safetensors.index.json").write_text(json.dumps(index))
-    return root
 
 
 def digest_tree(root: Path) -> dict[str, tuple[str, str]]:
@@ -130,7 +70,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any],
     """A ~240 MB checkpoint, its digest, and the digest of an uninterrupted normalize
     --checkpoint (whose copy phase takes a few tenths of a second here)."""
     base = tmp_path_factory.mktemp("hardening-big")
-    src = build(base / "src", 240)
+    src = big_modelopt_checkpoint(base / "src", 240, layers=LAYERS)
     ref = base / "reference"
     done = run_cli("normalize", src, "--out", ref, "--checkpoint")
     assert done.returncode == 0, done.stderr
@@ -251,9 +191,6 @@ def harness(
     )
 
 
-# --- 6: a FIFO swapped in for an input file mid-run -----------------------------------------------
-
-
 @pytest.mark.parametrize(
     "mode, target",
     [
@@ -263,8 +200,8 @@ def harness(
         pytest.param("swap-during", "tokenizer.json", id="other-file-mid-copy"),
     ],
 )
-def test_i17_6_fifo_swapped_in_for_an_input_file(tmp_path: Path, mode: str, target: str) -> None:
-    src = build(tmp_path / "src", 24)
+def test_fifo_swapped_in_for_an_input_file(tmp_path: Path, mode: str, target: str) -> None:
+    src = big_modelopt_checkpoint(tmp_path / "src", 24, layers=LAYERS)
     before = digest_tree(src)
     out = tmp_path / "out"
     proc = harness(mode, src / target, "normalize", src, "--out", out, "--checkpoint")
@@ -281,12 +218,9 @@ def test_i17_6_fifo_swapped_in_for_an_input_file(tmp_path: Path, mode: str, targ
     assert after == before
 
 
-# --- 6: one SIGTERM ends a copy that is stuck -----------------------------------------------------
-
-
 @pytest.mark.parametrize("stuck", ["blocked-read", "fifo-open"])
-def test_i17_6_first_sigterm_ends_a_blocked_copy(tmp_path: Path, stuck: str) -> None:
-    src = build(tmp_path / "src", 24)
+def test_first_sigterm_ends_a_blocked_copy(tmp_path: Path, stuck: str) -> None:
+    src = big_modelopt_checkpoint(tmp_path / "src", 24, layers=LAYERS)
     out = tmp_path / "out"
     mark = tmp_path / "mark"
     if stuck == "blocked-read":
@@ -344,7 +278,7 @@ def _staging_of(out: Path) -> Any:
     return lambda: any(out.parent.glob(f".{out.name}.kvscale-tmp-*"))
 
 
-def test_i17_6_sigterm_during_copies_ends_promptly(big: Any, tmp_path: Path) -> None:
+def test_sigterm_during_copies_ends_promptly(big: Any, tmp_path: Path) -> None:
     """SIGTERM while the copy runs: exit 130 within a bound, nothing left, --out absent (or,
     when the signal lands after the final rename, complete)."""
     source, src_digest, ref_digest = big
@@ -375,13 +309,8 @@ def test_i17_6_sigterm_during_copies_ends_promptly(big: Any, tmp_path: Path) -> 
     assert digest_tree(source) == src_digest
 
 
-# --- 3: racing processes; a pre-created empty --out under SIGKILL ---------------------------------
-
-
 @pytest.mark.parametrize("precreated", [True, False], ids=["empty-dir", "absent"])
-def test_i17_3_two_racing_processes_exactly_one_wins(
-    big: Any, tmp_path: Path, precreated: bool
-) -> None:
+def test_two_racing_processes_exactly_one_wins(big: Any, tmp_path: Path, precreated: bool) -> None:
     source, src_digest, ref_digest = big
     for round_ in range(3):
         out = tmp_path / f"out{round_}"
@@ -400,7 +329,7 @@ def test_i17_3_two_racing_processes_exactly_one_wins(
     assert digest_tree(source) == src_digest
 
 
-def test_i17_3_sigkill_into_a_precreated_empty_out(big: Any, tmp_path: Path) -> None:
+def test_sigkill_into_a_precreated_empty_out(big: Any, tmp_path: Path) -> None:
     """Killed at any moment, a run into an empty pre-created --out leaves it empty or complete;
     the next run finishes the job and cleans up."""
     source, src_digest, ref_digest = big
@@ -432,7 +361,7 @@ def test_i17_3_sigkill_into_a_precreated_empty_out(big: Any, tmp_path: Path) -> 
     assert digest_tree(source) == src_digest
 
 
-def test_i17_3_file_written_into_out_during_force_is_kept(big: Any, tmp_path: Path) -> None:
+def test_file_written_into_out_during_force_is_kept(big: Any, tmp_path: Path) -> None:
     """Another program writes into --out while a --force run copies: the run must refuse at
     commit, and the old output plus the new file must be exactly as they were."""
     source, src_digest, _ = big
@@ -450,10 +379,7 @@ def test_i17_3_file_written_into_out_during_force_is_kept(big: Any, tmp_path: Pa
     assert digest_tree(source) == src_digest
 
 
-# --- 9: names the file system holds as bytes ---------------------------------------------------
-
-
-def test_i17_9_non_utf8_names_through_a_real_argv(tmp_path: Path) -> None:
+def test_non_utf8_names_through_a_real_argv(tmp_path: Path) -> None:
     """The shard name and the checkpoint path as raw bytes on the command line (what a shell
     passes), not a decoded string: one line, exit 2, never an internal error."""
     src = write_scalar_checkpoint(
@@ -481,9 +407,6 @@ def test_i17_9_non_utf8_names_through_a_real_argv(tmp_path: Path) -> None:
     assert sorted(os.listdir(os.fsencode(tmp_path))) == [b"ck\xfe\xff"]
 
 
-# --- 12: PID 1 and start-up interrupts ------------------------------------------------------------
-
-
 def _unshare() -> list[str]:
     tool = shutil.which("unshare")
     if tool is None or not (hasattr(os, "geteuid") and os.geteuid() == 0):
@@ -494,7 +417,7 @@ def _unshare() -> list[str]:
     return [tool, "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL"]
 
 
-def test_i17_12_killed_pid_1_run_is_cleaned_by_the_next_pid_1_run(big: Any, tmp_path: Path) -> None:
+def test_killed_pid_1_run_is_cleaned_by_the_next_pid_1_run(big: Any, tmp_path: Path) -> None:
     """Two container runs, each PID 1: the second must remove what the SIGKILLed first left."""
     prefix = _unshare()
     source, src_digest, ref_digest = big
@@ -537,7 +460,7 @@ def test_i17_12_killed_pid_1_run_is_cleaned_by_the_next_pid_1_run(big: Any, tmp_
     assert digest_tree(source) == src_digest
 
 
-def test_i17_12_sigint_during_start_up_prints_no_traceback(tmp_path: Path) -> None:
+def test_sigint_during_start_up_prints_no_traceback(tmp_path: Path) -> None:
     src = write_scalar_checkpoint(
         tmp_path / "ckpt",
         {"model.layers.0.self_attn.k_scale": 0.5, "model.layers.0.self_attn.v_scale": 0.25},

@@ -197,12 +197,12 @@ def test_reflink_on_xfs(xfs: Path) -> None:
     """Shards without scale changes share extents with the source (no bytes copied)."""
     import subprocess
 
+    from support.checkpoints import big_modelopt_checkpoint
     from support.cli import CliRunner
 
     from kvscale.cli import app
-    from tests.hostile.test_normalize_faults import build_big
 
-    src = build_big(xfs / "src", 16)  # the last shard holds no scales
+    src = big_modelopt_checkpoint(xfs / "src", 16)  # the last shard holds no scales
     result = CliRunner().invoke(
         app, ["normalize", str(src), "--out", str(xfs / "out"), "--checkpoint", "--json"]
     )

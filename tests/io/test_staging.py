@@ -1,14 +1,18 @@
-"""kvscale.io.staging: atomic single-file writes (JUnit reports, activations)."""
+"""kvscale.io.staging: atomic single-file writes (JUnit reports, activations), paths kept inside
+the output, stale staging directories of dead runs cleaned."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kvscale.errors import OutputError
-from kvscale.io.staging import write_file_atomic
+from kvscale.io.staging import _start_time, clean_stale, write_file_atomic
+from kvscale.io.staging import inside as _inside
 
 
 def test_write_atomic_replaces_and_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -39,3 +43,28 @@ def test_write_atomic_failure_keeps_the_old_file(
 def test_write_atomic_refuses_a_directory(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="is a directory"):
         write_file_atomic(tmp_path, b"x", "report")
+
+
+def test_relative_paths_cannot_escape() -> None:
+    root = Path("/nonexistent/out")
+    assert _inside(root, "checkpoint/a.safetensors") == root / "checkpoint" / "a.safetensors"
+    for bad in ("../x", "checkpoint/../../x", "/etc/passwd", "", "a//b", "./a", "a/\0b"):
+        with pytest.raises(OutputError):
+            _inside(root, bad)
+
+
+def test_clean_stale_only_removes_dead_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    me = f"{os.getpid()}-{_start_time(os.getpid())}"
+    stale = tmp_path / f".out.kvscale-tmp-{dead.pid}-0-abc"
+    live = tmp_path / f".out.kvscale-tmp-{me}-def"
+    other = tmp_path / ".other.kvscale-tmp-1-0-x"
+    # In a container kvscale often runs as PID 1 in every run: a live pid whose start time
+    # differs is an earlier process, and its staging directory is stale.
+    reused = tmp_path / f".out.kvscale-tmp-{os.getpid()}-1-ghi"
+    for p in (stale, live, other, reused):
+        p.mkdir()
+    assert sorted(clean_stale(out)) == sorted([stale, reused])
+    assert live.exists() and other.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -455,3 +456,48 @@ def hf_cache(
     if move:
         shutil.rmtree(source)
     return repo
+
+
+def big_modelopt_checkpoint(root: Path, total_mb: int, *, layers: int = 8, shards: int = 4) -> Path:
+    """A ModelOpt FP8 checkpoint of real (random) bytes, about ``total_mb`` MB, written without
+    torch: shards 1 to n-1 hold the layers' projections and float32 k/v scales (``normalize
+    --checkpoint`` rewrites them), the last shard only ``lm_head.weight`` (copied whole); plus a
+    300 KB tokenizer.json, a README.md and the index. Copies of it take a while: the fault
+    tests interrupt them."""
+    root.mkdir(parents=True)
+    cfg = llama_config(layers, heads=8, kv_heads=2, quant=quant_config("modelopt"))
+    (root / "config.json").write_text(json.dumps(cfg))
+    (root / "tokenizer.json").write_bytes(os.urandom(300_000))
+    (root / "README.md").write_text("# a model\n")
+    block = os.urandom(8 << 20)
+
+    def fill(name: str, size: int) -> bytes:
+        if name.endswith("_scale"):
+            return struct.pack("<f", 0.046875 if "k_scale" in name else 0.03125)
+        return (block * (size // len(block) + 1))[:size]
+
+    per_weight = (total_mb << 20) // (layers * 4 + 2) // 4096 * 4096
+    per_shard = layers // (shards - 1)
+    weight_map: dict[str, str] = {}
+    for s in range(shards - 1):
+        name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        tensors: list[tuple[str, str, list[int]]] = []
+        for layer in range(s * per_shard, (s + 1) * per_shard):
+            prefix = LLAMA_PREFIX.format(layer)
+            for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                tensors.append((f"{prefix}.{proj}.weight", "BF16", [per_weight // 2]))
+            tensors += [
+                (f"{prefix}.k_proj.k_scale", "F32", []),
+                (f"{prefix}.v_proj.v_scale", "F32", []),
+            ]
+        tensors.sort()
+        layout_safetensors_file(root / name, tensors, fill, {"format": "pt"})
+        weight_map.update(dict.fromkeys((t[0] for t in tensors), name))
+    last = f"model-{shards:05d}-of-{shards:05d}.safetensors"
+    layout_safetensors_file(
+        root / last, [("lm_head.weight", "BF16", [per_weight])], fill, {"format": "pt"}
+    )
+    weight_map["lm_head.weight"] = last
+    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    (root / "model.safetensors.index.json").write_text(json.dumps(index))
+    return root
