@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import struct
 import tracemalloc
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.checkpoints import safetensors_prefix
 from support.paths import TESTS
 
 from kvscale.errors import KVScaleError, SafetensorsFormatError
@@ -71,9 +71,9 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @given(blob=fuzz.files())
 @example(blob=b"")
 @example(blob=b"\x00" * 8)
-@example(blob=struct.pack("<Q", 2) + b"{}")
-@example(blob=struct.pack("<Q", 2**64 - 1) + b"{}")
-@example(blob=struct.pack("<Q", 4) + b"null")
+@example(blob=safetensors_prefix(b"{}", pad=False))
+@example(blob=safetensors_prefix(b"{}", header_len=2**64 - 1, pad=False))
+@example(blob=safetensors_prefix(b"null", pad=False))
 @pytest.mark.slow
 def test_any_file_gets_a_kvscale_error_or_agrees_with_the_reference(
     scratch: Path, blob: bytes

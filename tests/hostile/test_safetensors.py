@@ -90,8 +90,7 @@ def _sparse_header_len(n: int, file_size: int) -> Callable[[SimpleNamespace], Pa
     """A header length of ``n`` in a sparse file of ``file_size`` bytes (costs no disk)."""
 
     def build(kit: SimpleNamespace) -> Path:
-        path = kit.tmp / "bad.safetensors"
-        path.write_bytes(struct.pack("<Q", n) + b"{}")
+        path = kit.raw(kit.tmp / "bad.safetensors", b"{}", header_len=n, pad=False)
         os.truncate(path, file_size)
         return path
 

@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import (
+    layout_safetensors_file,
+    llama_config,
+    quant_config,
+    safetensors_prefix,
+)
 from support.hub_server import Hostile, HubServer
 from support.paths import ROOT
 
@@ -610,23 +616,22 @@ def test_transient_errors_are_retried(hub: HubServer, fast: RemoteOptions) -> No
     assert Counter(r.status for r in hub.log)[503] == 2
 
 
-def _write(path: Path, header_len: int, header: bytes, data: bytes = b"") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(struct.pack("<Q", header_len) + header + data)
-
-
 @pytest.mark.parametrize(
     ("content", "error", "message"),
     [
         (
-            struct.pack("<Q", 2**63) + b"{}      ",
+            safetensors_prefix(b"{}", header_len=2**63),
             SafetensorsFormatError,
             r"header length 9,223,372,036,854,775,808 runs past",
         ),
         (b"", SafetensorsFormatError, r"file is empty \(0 bytes\)"),
         (b"\x01\x02", SafetensorsFormatError, r"file is 2 bytes, shorter than the 8-byte"),
-        (struct.pack("<Q", 6) + b'{"a":1', SafetensorsFormatError, r"header is not valid JSON"),
-        (struct.pack("<Q", 2) + b"{}" + b"xx", SafetensorsFormatError, r"2 trailing bytes"),
+        (
+            safetensors_prefix(b'{"a":1', pad=False),
+            SafetensorsFormatError,
+            r"header is not valid JSON",
+        ),
+        (safetensors_prefix(b"{}", pad=False) + b"xx", SafetensorsFormatError, r"2 trailing bytes"),
     ],
 )
 def test_hostile_files_fail_like_local_ones(
@@ -684,38 +689,14 @@ def test_index_outside_the_checkpoint_is_never_fetched(hub: HubServer, tmp_path:
 def _write_wide_checkpoint(directory: Path, tensors: int) -> None:
     """One shard with many small tensors (a big header, no index) and a Llama config whose
     layer 0 has k/v scales."""
-    directory.mkdir(parents=True, exist_ok=True)
-    header: dict[str, Any] = {}
-    offset = 0
-    data = b""
     names = [f"model.layers.0.mlp.experts.{i}.gate_proj.weight_scale" for i in range(tensors)]
     names += ["model.layers.0.self_attn.k_scale", "model.layers.0.self_attn.v_scale"]
-    for name in sorted(names):
-        header[name] = {"dtype": "F32", "shape": [], "data_offsets": [offset, offset + 4]}
-        data += struct.pack("<f", 0.5 if "v_scale" in name else 0.25)
-        offset += 4
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    _write(directory / "model.safetensors", len(raw), raw, data)
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "num_hidden_layers": 1,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "hidden_size": 64,
-        "torch_dtype": "bfloat16",
-        "quantization_config": {
-            "quant_method": "compressed-tensors",
-            "config_groups": {},
-            "kv_cache_scheme": {
-                "num_bits": 8,
-                "type": "float",
-                "strategy": "tensor",
-                "symmetric": True,
-                "dynamic": False,
-            },
-        },
-    }
+    layout_safetensors_file(
+        directory / "model.safetensors",
+        [(name, "F32", []) for name in sorted(names)],
+        lambda name, size: struct.pack("<f", 0.5 if "v_scale" in name else 0.25),
+    )
+    config = llama_config(1, quant=quant_config("compressed-tensors"), hidden_size=64)
     (directory / "config.json").write_text(json.dumps(config))
 
 
