@@ -3,12 +3,10 @@
 Every test runs on 127.0.0.1 only (conftest's ``no_outside_network`` fails anything else).
 Results must equal a local inspect of the same files byte for byte in the JSON, apart from the
 fields naming the input (``checkpoint``, ``layout``); hostile servers must give one typed error
-naming the URL within a bounded time.
-"""
+naming the URL within a bounded time."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +16,6 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.checkpoints import (
@@ -27,8 +24,9 @@ from support.checkpoints import (
     quant_config,
     safetensors_prefix,
 )
-from support.hub_server import Hostile, HubServer
+from support.hub_server import HubServer
 from support.paths import ROOT
+from support.remote import BIG, document, remote_report
 
 from kvscale.core.inspect import inspect_checkpoint, resolve_checkpoint
 from kvscale.engine.options import EngineOptions
@@ -43,57 +41,16 @@ from kvscale.errors import (
     UsageError,
 )
 from kvscale.io.remote.headers import spans as scale_spans
-from kvscale.io.remote.http import RemoteOptions
 from kvscale.io.remote.source import RemotePath, open_remote, remote_stats, source_json
-from kvscale.io.remote.urls import RemoteSpec, remote_spec
-from kvscale.io.safetensors import TensorInfo, read_header, read_tensor_bytes
+from kvscale.io.safetensors import read_header, read_tensor_bytes
 from kvscale.render.inspect import inspect_json
 
 pytest.importorskip("huggingface_hub")
 
+
 EXAMPLES = sorted(
     p.name for p in (ROOT / "examples").iterdir() if p.is_dir() and any(p.glob("*.safetensors"))
 )
-BIG = "bench/llama-405b-fp8"
-
-
-def _load_bench_inspect() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "bench_inspect", ROOT / "benchmarks" / "bench_inspect.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def big_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """benchmarks/bench_inspect.py's sparse Llama-405B: 126 layers in 191 shards, ~400 GB
-    apparent, a few hundred KB on disk."""
-    directory = tmp_path_factory.mktemp("llama-405b")
-    _load_bench_inspect().build(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def mid_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same layout with 8 layers in 12 shards."""
-    directory = tmp_path_factory.mktemp("llama-8-layers")
-    builder = _load_bench_inspect()
-    builder.LAYERS, builder.SHARDS = 8, 12
-    builder.build(directory)
-    return directory
-
-
-def _document(report: Any) -> str:
-    doc = inspect_json(report)
-    return json.dumps({k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")})
-
-
-def _remote_report(spec: str, **kwargs: Any) -> tuple[Any, Any]:
-    ckpt = open_remote(spec, kwargs.pop("revision", None), None, **kwargs)
-    return ckpt, resolve_checkpoint(ckpt, EngineOptions())
 
 
 def _shard_requests(server: HubServer) -> Counter[str]:
@@ -112,15 +69,12 @@ def _budget(directory: Path, files: tuple[str, ...]) -> tuple[int, int]:
     return headers, scales
 
 
-# --- equal to local -------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_examples_equal_local(hub: HubServer, example: str) -> None:
     directory = ROOT / "examples" / example
     sha = hub.add_repo(f"examples/{example}", directory)
-    ckpt, report = _remote_report(f"hf://examples/{example}")
-    assert _document(report) == _document(inspect_checkpoint(directory))
+    ckpt, report = remote_report(f"hf://examples/{example}")
+    assert document(report) == document(inspect_checkpoint(directory))
     assert ckpt.layout == "remote" and not ckpt.is_local
     assert str(ckpt.root) == f"hf://examples/{example}@{sha}"
     shards = len(ckpt.files)
@@ -155,7 +109,7 @@ def test_large_sparse_checkpoint(hub: HubServer, big_checkpoint: Path) -> None:
     ckpt = open_remote(f"hf://{BIG}", None, lambda done, total, _name: seen.append((done, total)))
     report = resolve_checkpoint(ckpt, EngineOptions())
     elapsed = time.monotonic() - start
-    assert _document(report) == _document(inspect_checkpoint(big_checkpoint))
+    assert document(report) == document(inspect_checkpoint(big_checkpoint))
     # 191 shard files; the index names 190 of them (the builder's last chunk is empty).
     shards = len(ckpt.files)
     assert len(report.layers) == 126 and shards == 190
@@ -190,8 +144,8 @@ def test_cdn_redirects_never_carry_the_token(
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_TOKEN", "hf_good")
         server.add_repo("org/gated", directory, access="gated", granted=frozenset(["hf_good"]))
-        ckpt, report = _remote_report("hf://org/gated")
-    assert _document(report) == _document(inspect_checkpoint(directory))
+        ckpt, report = remote_report("hf://org/gated")
+    assert document(report) == document(inspect_checkpoint(directory))
     hub_side = [r for r in server.log if r.server == "hub"]
     cdn_side = [r for r in server.log if r.server == "cdn"]
     assert cdn_side and all(r.authorization is None for r in cdn_side)
@@ -209,8 +163,8 @@ def test_header_larger_than_the_first_read(hub: HubServer, tmp_path: Path) -> No
     directory = tmp_path / "wide"
     _write_wide_checkpoint(directory, tensors=1500)
     hub.add_repo("org/wide", directory)
-    ckpt, report = _remote_report("hf://org/wide")
-    assert _document(report) == _document(inspect_checkpoint(directory))
+    ckpt, report = remote_report("hf://org/wide")
+    assert document(report) == document(inspect_checkpoint(directory))
     header = read_header(directory / "model.safetensors")
     assert header.header_size > 64 * 1024
     ranges = [r.range for r in hub.log if r.path.endswith(".safetensors")]
@@ -229,109 +183,6 @@ def test_tensors_not_prefetched_are_read_in_one_range(hub: HubServer, mid_checkp
     assert got == {t.name: read_tensor_bytes(big_checkpoint / ckpt.files[3], t) for t in wanted}
     groups = scale_spans(wanted, max(4096, header.header_size))
     assert hub.stats.requests - before == len(groups)
-
-
-# --- inputs ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("given", "expected"),
-    [
-        ("hf://org/name", RemoteSpec("hf://org/name", repo="org/name")),
-        ("hf://org/name@v1.0", RemoteSpec("hf://org/name@v1.0", repo="org/name", revision="v1.0")),
-        (
-            "hf://org/name@refs/pr/3",
-            RemoteSpec("hf://org/name@refs/pr/3", repo="org/name", revision="refs/pr/3"),
-        ),
-        (
-            "meta-llama/Llama-3.1-8B",
-            RemoteSpec("meta-llama/Llama-3.1-8B", repo="meta-llama/Llama-3.1-8B"),
-        ),
-        (
-            "https://huggingface.co/org/name/resolve/main/model.safetensors",
-            RemoteSpec(
-                "https://huggingface.co/org/name/resolve/main/model.safetensors",
-                repo="org/name",
-                revision="main",
-                file="model.safetensors",
-            ),
-        ),
-        (
-            "https://huggingface.co/org/name/blob/refs%2Fpr%2F1/sub/model.safetensors.index.json",
-            RemoteSpec(
-                "https://huggingface.co/org/name/blob/refs%2Fpr%2F1/sub/model.safetensors.index.json",
-                repo="org/name",
-                revision="refs/pr/1",
-                folder="sub",
-                file="model.safetensors.index.json",
-            ),
-        ),
-        (
-            "https://huggingface.co/org/name/tree/dev",
-            RemoteSpec("https://huggingface.co/org/name/tree/dev", repo="org/name", revision="dev"),
-        ),
-        ("https://hf.co/org/name", RemoteSpec("https://hf.co/org/name", repo="org/name")),
-        (
-            "https://example.com/ckpt/model.safetensors?sig=1",
-            RemoteSpec(
-                "https://example.com/ckpt/model.safetensors?sig=1",
-                file="model.safetensors",
-                url="https://example.com/ckpt/model.safetensors?sig=1",
-            ),
-        ),
-        (
-            "http://10.0.0.1:8000/m/model.safetensors.index.json",
-            RemoteSpec(
-                "http://10.0.0.1:8000/m/model.safetensors.index.json",
-                file="model.safetensors.index.json",
-                url="http://10.0.0.1:8000/m/model.safetensors.index.json",
-            ),
-        ),
-        ("./org/name", None),
-        ("/abs/org/name", None),
-        ("org/name/extra", None),
-        ("org--x/name", None),
-        ("org/name.", None),
-        ("model.safetensors", None),
-    ],
-)
-def test_remote_spec(
-    given: str, expected: RemoteSpec | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert remote_spec(given) == expected
-
-
-def test_local_path_wins_over_a_repo_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "org" / "name").mkdir(parents=True)
-    assert remote_spec("org/name") is None
-    (tmp_path / "org" / "link").symlink_to(tmp_path / "missing")
-    assert remote_spec("org/link") is None  # a dangling symlink is a local path too
-
-
-@pytest.mark.parametrize(
-    "given",
-    [
-        "hf://org",
-        "hf://org/name@",
-        "hf://org/name@../x",
-        "hf://datasets/org/name",
-        "hf://org/na me",
-        "https://example.com/ckpt/",
-        "https://example.com/config.json",
-        "https://huggingface.co/datasets/org/name",
-        "https://huggingface.co/org/name/resolve/main/config.json",
-        "https:///model.safetensors",
-    ],
-)
-def test_bad_remote_inputs(given: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    with pytest.raises(UsageError) as info:
-        remote_spec(given)
-    assert info.value.exit_code == ExitCode.USAGE
-    assert "\n" not in info.value.one_line()
 
 
 def test_remote_path_keeps_the_scheme() -> None:
@@ -355,8 +206,8 @@ def test_plain_urls(hub_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             sha = server.add_repo(f"examples/{example}", directory)
             server.reset()
             url = f"{server.cdn_url}/cdn/examples/{example}/{sha}/{file}"
-            ckpt, report = _remote_report(url)
-            assert _document(report) == _document(inspect_checkpoint(directory))
+            ckpt, report = remote_report(url)
+            assert document(report) == document(inspect_checkpoint(directory))
             assert all(r.server == "cdn" and r.authorization is None for r in server.log)
             assert source_json(ckpt) is not None
             assert source_json(ckpt)["sha"] is None  # type: ignore[index]
@@ -366,7 +217,7 @@ def test_hub_file_url_reads_one_file(hub: HubServer) -> None:
     directory = ROOT / "examples" / "modelopt-fp8"
     sha = hub.add_repo("org/two", directory)
     name = "model-00002-of-00002.safetensors"
-    ckpt, _ = _remote_report(f"{hub.url}/org/two/resolve/{sha}/{name}")
+    ckpt, _ = remote_report(f"{hub.url}/org/two/resolve/{sha}/{name}")
     assert ckpt.files == (name,)
     assert ckpt.index is None
 
@@ -374,7 +225,7 @@ def test_hub_file_url_reads_one_file(hub: HubServer) -> None:
 def test_revisions(hub: HubServer) -> None:
     directory = ROOT / "examples" / "quark-fp8"
     sha = hub.add_repo("org/rev", directory, branches=("main", "v2"))
-    ckpt, _ = _remote_report("hf://org/rev", revision="v2")
+    ckpt, _ = remote_report("hf://org/rev", revision="v2")
     assert source_json(ckpt)["revision"] == "v2"  # type: ignore[index]
     assert source_json(ckpt)["sha"] == sha  # type: ignore[index]
     assert all(sha in r.path for r in hub.log if "/resolve/" in r.path)
@@ -387,9 +238,8 @@ def test_revisions(hub: HubServer) -> None:
     assert hub.url in str(info.value)
 
 
-# --- the local cache ------------------------------------------------------------------------
-
 CACHED = "kvscale/tiny-llama-fp8-kv"
+
 CACHED_SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -403,10 +253,10 @@ def cached_repo(hub: HubServer, hub_env: Path) -> Path:
 
 
 def test_cache_first(hub: HubServer, cached_repo: Path) -> None:
-    ckpt, report = _remote_report(f"hf://{CACHED}")
+    ckpt, report = remote_report(f"hf://{CACHED}")
     assert ckpt.layout == "hf-cache" and ckpt.root == cached_repo and ckpt.is_local
     assert hub.stats.requests == 1  # the revision only
-    assert _document(report) == _document(inspect_checkpoint(cached_repo))
+    assert document(report) == document(inspect_checkpoint(cached_repo))
     assert source_json(ckpt) == {
         "repo": CACHED,
         "revision": "main",
@@ -416,19 +266,19 @@ def test_cache_first(hub: HubServer, cached_repo: Path) -> None:
         "bytes": hub.stats.bytes,
     }
     hub.reset()
-    ckpt, _ = _remote_report(f"hf://{CACHED}@{CACHED_SHA}")  # a commit: not even the API
+    ckpt, _ = remote_report(f"hf://{CACHED}@{CACHED_SHA}")  # a commit: not even the API
     assert ckpt.layout == "hf-cache" and hub.stats.requests == 0
 
 
 def test_incomplete_cache_reads_remotely(hub: HubServer, cached_repo: Path) -> None:
     (cached_repo / "model.safetensors").resolve().unlink()  # the blob is gone: a dangling link
-    ckpt, _ = _remote_report(f"hf://{CACHED}")
+    ckpt, _ = remote_report(f"hf://{CACHED}")
     assert ckpt.layout == "remote"
 
 
 def test_offline(hub: HubServer, cached_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ckpt, _ = _remote_report(f"hf://{CACHED}")
+    ckpt, _ = remote_report(f"hf://{CACHED}")
     assert ckpt.layout == "hf-cache"
     hub.add_repo("org/elsewhere", ROOT / "examples" / "quark-fp8")
     with pytest.raises(InputError, match="offline mode") as info:
@@ -437,9 +287,6 @@ def test_offline(hub: HubServer, cached_repo: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(InputError, match="offline mode"):
         open_remote("http://127.0.0.1:9/x/model.safetensors", None, None)
     assert hub.stats.requests == 0
-
-
-# --- access ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -507,87 +354,6 @@ def test_importing_remote_costs_nothing() -> None:
     )
 
 
-# --- hostile servers ------------------------------------------------------------------------
-
-SLOW = pytest.mark.slow
-
-
-@pytest.mark.parametrize(
-    ("hostile", "error", "message"),
-    [
-        (Hostile(ignore_range=True), InputError, r"ignored the byte range \(HTTP 200"),
-        (
-            Hostile(ignore_range=True, no_length=True),
-            InputError,
-            r"ignored the byte range \(HTTP 200 for",
-        ),
-        (Hostile(short_body=True), InputError, r"connection failed"),
-        (Hostile(short_consistent=True), InputError, r"inconsistent Content-Range"),
-        (Hostile(long_body=True), InputError, r"longer than the \d[\d,]* bytes asked for"),
-        (Hostile(content_range_shift=8), InputError, r"inconsistent Content-Range"),
-        (Hostile(content_range_total=10), InputError, r"inconsistent Content-Range"),
-        # (the two timeouts wait out theirs: with -m slow)
-        pytest.param(
-            Hostile(slow=5.0), InputError, r"no answer within 2 s \(timed out\)", marks=SLOW
-        ),
-        pytest.param(
-            Hostile(stall_body=5.0), InputError, r"no answer within 2 s \(timed out\)", marks=SLOW
-        ),
-        (Hostile(status=429, retry_after="0"), InputError, r"rate limited \(HTTP 429\) after 3"),
-        (
-            Hostile(status=429, retry_after="120"),
-            InputError,
-            r"retry after 120 s, longer than kvscale waits",
-        ),
-        (Hostile(status=503), InputError, r"HTTP 503 after 3 attempts"),
-        (Hostile(status=500, match=""), InputError, r"HTTP 500 after 3 attempts"),
-        (Hostile(redirect_loop=True), InputError, r"more than 5 redirects"),
-        (Hostile(gzip=True), InputError, r"gzip'-encoded body"),
-        (Hostile(status=403), InputError, r"access denied \(HTTP 403\)"),
-        (Hostile(status=404), InputError, r"not found \(HTTP 404\)"),
-        (Hostile(status=401), InputError, r"authentication required \(HTTP 401\)"),
-    ],
-    ids=[
-        "200-not-206",
-        "200-no-length",
-        "short-body",
-        "short-content-length",
-        "long-body",
-        "content-range-start",
-        "content-range-total",
-        "slow-server",
-        "stalled-body",
-        "429-storm",
-        "429-retry-after-too-long",
-        "503-storm",
-        "500-everywhere",
-        "redirect-loop",
-        "gzip",
-        "403",
-        "404",
-        "401",
-    ],
-)
-def test_hostile_server(
-    hub: HubServer,
-    big_checkpoint: Path,
-    fast: RemoteOptions,
-    hostile: Hostile,
-    error: type[KVScaleError],
-    message: str,
-) -> None:
-    hub.add_repo(BIG, big_checkpoint)
-    hub.hostile = hostile
-    start = time.monotonic()
-    with pytest.raises(error, match=message) as info:
-        _remote_report(f"hf://{BIG}", options=fast)
-    elapsed = time.monotonic() - start
-    assert elapsed < 4.5, elapsed
-    line = info.value.one_line()
-    assert hub.url in line and "\n" not in line
-    assert info.value.exit_code == ExitCode.USAGE
-
-
 def test_guard_refuses_the_outside(no_outside_network: None) -> None:
     import socket
 
@@ -595,25 +361,6 @@ def test_guard_refuses_the_outside(no_outside_network: None) -> None:
         socket.getaddrinfo("huggingface.co", 443)
     with pytest.raises(AssertionError, match="outside network"):
         socket.create_connection(("192.0.2.1", 443), timeout=0.1)
-
-
-@pytest.mark.slow  # waits the one second the server asks for
-def test_retry_after_is_honoured(hub: HubServer) -> None:
-    hub.add_repo("org/repo", ROOT / "examples" / "modelopt-fp8")
-    hub.hostile = Hostile(status=429, retry_after="1", match="", times=1)
-    start = time.monotonic()
-    _remote_report("hf://org/repo", options=RemoteOptions(backoff=0.01))
-    assert time.monotonic() - start >= 0.9
-    assert [r.status for r in hub.log][:2] == [429, 200]
-
-
-def test_transient_errors_are_retried(hub: HubServer, fast: RemoteOptions) -> None:
-    directory = ROOT / "examples" / "modelopt-fp8"
-    hub.add_repo("org/repo", directory)
-    hub.hostile = Hostile(status=503, times=2)
-    _, report = _remote_report("hf://org/repo", options=fast)
-    assert _document(report) == _document(inspect_checkpoint(directory))
-    assert Counter(r.status for r in hub.log)[503] == 2
 
 
 @pytest.mark.parametrize(
@@ -683,9 +430,6 @@ def test_index_outside_the_checkpoint_is_never_fetched(hub: HubServer, tmp_path:
     assert not [r for r in hub.log if "passwd" in r.path or r.path.endswith(".safetensors")]
 
 
-# --- helpers --------------------------------------------------------------------------------
-
-
 def _write_wide_checkpoint(directory: Path, tensors: int) -> None:
     """One shard with many small tensors (a big header, no index) and a Llama config whose
     layer 0 has k/v scales."""
@@ -698,96 +442,3 @@ def _write_wide_checkpoint(directory: Path, tensors: int) -> None:
     )
     config = llama_config(1, quant=quant_config("compressed-tensors"), hidden_size=64)
     (directory / "config.json").write_text(json.dumps(config))
-
-
-def test_spans_never_assume_an_order() -> None:
-    a = TensorInfo("a", "F32", (), 100, 104)
-    b = TensorInfo("b", "F32", (), 8, 12)
-    c = TensorInfo("c", "F32", (), 10_000, 10_004)
-    spans = scale_spans([a, c, b], gap=4096)
-    assert [(s.start, s.end, [i.name for i in s.infos]) for s in spans] == [
-        (8, 104, ["b", "a"]),
-        (10_000, 10_004, ["c"]),
-    ]
-
-
-# --- the commands on remote inputs -------------------------------------------------------------
-
-
-def _cli(*args: object) -> Any:
-    from support.cli import CliRunner
-
-    from kvscale.cli import app
-
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def test_cli_inspect_hub_repo_reports_its_source(hub: HubServer) -> None:
-    directory = ROOT / "examples" / "llm-compressor-fp8"
-    sha = hub.add_repo("org/fp8", directory)
-    result = _cli("inspect", "hf://org/fp8", "--json")
-    assert result.exit_code == 0, result.stderr
-    doc = json.loads(result.stdout)
-    assert doc["checkpoint"] == "hf://org/fp8" and doc["layout"] == "remote"
-    assert doc["source"]["sha"] == sha and doc["source"]["repo"] == "org/fp8"
-    assert doc["source"]["requests"] == hub.stats.requests
-    local = json.loads(_cli("inspect", directory, "--json").stdout)
-    assert "source" not in local
-    assert {k: v for k, v in doc.items() if k not in ("checkpoint", "layout", "source")} == {
-        k: v for k, v in local.items() if k not in ("checkpoint", "layout")
-    }
-    human = _cli("inspect", "org/fp8").stdout.replace("\n", " ")
-    assert f"from org/fp8@{sha[:12]} in " in human and "; read " in human
-
-
-def test_cli_revision_reaches_the_hub(hub: HubServer) -> None:
-    sha = hub.add_repo("org/fp8", ROOT / "examples" / "llm-compressor-fp8", branches=("v2",))
-    result = _cli("inspect", "org/fp8", "--revision", "v2", "--json")
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["source"] == {
-        **json.loads(result.stdout)["source"],
-        "revision": "v2",
-        "sha": sha,
-    }
-    missing = _cli("inspect", "org/fp8", "--revision", "nope")
-    assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
-
-
-def test_cli_revision_on_a_local_path_is_a_usage_error() -> None:
-    result = _cli("inspect", ROOT / "examples" / "llm-compressor-fp8", "--revision", "main")
-    assert result.exit_code == 2
-    assert "--revision applies to Hub repositories" in result.stderr
-
-
-def test_cli_normalize_remote_scales_only_and_checkpoint_refused(
-    hub: HubServer, tmp_path: Path
-) -> None:
-    hub.add_repo("org/fp8", ROOT / "examples" / "llm-compressor-fp8")
-    out = tmp_path / "scales"
-    result = _cli("normalize", "hf://org/fp8", "--out", out)
-    assert result.exit_code == 0, result.stderr
-    local = tmp_path / "local"
-    assert (
-        _cli("normalize", ROOT / "examples" / "llm-compressor-fp8", "--out", local).exit_code == 0
-    )
-    assert (out / "kv_scales.safetensors").read_bytes() == (
-        local / "kv_scales.safetensors"
-    ).read_bytes()
-    refused = _cli("normalize", "hf://org/fp8", "--out", tmp_path / "c", "--checkpoint")
-    assert refused.exit_code == 2
-    assert "normalize --checkpoint needs a local copy" in refused.stderr
-    assert not (tmp_path / "c").exists()
-
-
-def test_cli_diff_and_verify_read_remote_sides(hub: HubServer) -> None:
-    directory = ROOT / "examples" / "llm-compressor-fp8"
-    hub.add_repo("org/fp8", directory)
-    hub.add_repo("org/wrong", ROOT / "examples" / "wrong-scale")
-    same = _cli("diff", directory, "hf://org/fp8", "--max-rel-change", "0")
-    assert same.exit_code == 0, same.stderr
-    changed = _cli("diff", "hf://org/fp8", "hf://org/wrong", "--max-rel-change", "0.01", "--json")
-    assert changed.exit_code == 1
-    assert json.loads(changed.stdout)["b"]["path"] == "hf://org/wrong"
-    verified = _cli("verify", "hf://org/fp8", "--tokens", "32", "--json")
-    assert verified.exit_code == 0, verified.stderr
-    assert json.loads(verified.stdout)["layers"][0]["k"]["scale"] == 0.02099609375
