@@ -16,7 +16,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
 torch = pytest.importorskip("torch")
 
-from support.models import random_samples, save_tiny  # noqa: E402
+from support.models import random_samples  # noqa: E402
 
 from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
 from kvscale.kernel.formats import E4M3FN  # noqa: E402
@@ -30,14 +30,14 @@ from kvscale.progress import ProgressEvent  # noqa: E402
 QUANTIZE = functools.partial(quantize_to_bits, fmt=E4M3FN)
 
 
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
-    return load_model(save_tiny("llama", tmp_path_factory.mktemp("m") / "llama"))
+@pytest.fixture
+def llama(models: Any) -> LoadedModel:
+    return models("llama")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def gemma2_bf16(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
-    return load_model(save_tiny("gemma2", tmp_path_factory.mktemp("m") / "g", dtype=torch.bfloat16))
+@pytest.fixture
+def gemma2_bf16(models: Any) -> LoadedModel:
+    return models("gemma2:bfloat16")  # type: ignore[no-any-return]
 
 
 def samples(lengths: tuple[int, ...], seed: int = 3) -> list[tuple[int, ...]]:
