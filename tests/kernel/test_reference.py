@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -13,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.paths import ROOT
 
 from kvscale.kernel import (
     CacheWriteArgumentError,
@@ -21,12 +17,12 @@ from kvscale.kernel import (
     UnsupportedOnDeviceError,
     dequantize,
     reference_reshape_and_cache_flash,
-    resolve_kv_cache_dtype,
 )
-from kvscale.kernel.formats import E4M3FN, E4M3FNUZ, E5M2, FP8Format, known_kv_cache_dtypes
+from kvscale.kernel.formats import E4M3FN, E4M3FNUZ, E5M2, FP8Format
 from kvscale.kernel.reference import STRESS_KINDS, make_stress_values, quantize_to_bits
 
 NAN = float("nan")
+
 INF = float("inf")
 
 
@@ -34,66 +30,6 @@ def bits(values: list[float], fmt: FP8Format, scale: float = 1.0) -> list[int]:
     x = torch.tensor(values, dtype=torch.float32)
     out = quantize_to_bits(x, torch.tensor([scale]), fmt)
     return [int(b) for b in out.tolist()]
-
-
-# --- formats ---------------------------------------------------------------------------------
-
-
-def test_kv_cache_dtype_table() -> None:
-    assert resolve_kv_cache_dtype("fp8").fp8 is E4M3FN
-    assert resolve_kv_cache_dtype("fp8_e4m3").fp8 is E4M3FN
-    assert resolve_kv_cache_dtype("fp8_e5m2").fp8 is E5M2
-    assert resolve_kv_cache_dtype("fp8_e4m3fnuz").fp8 is E4M3FNUZ
-    for plain in ("auto", "bfloat16", "float16", "float32"):
-        kv = resolve_kv_cache_dtype(plain)
-        assert kv.fp8 is None and not kv.quantized
-    assert (E4M3FN.max_finite, E5M2.max_finite, E4M3FNUZ.max_finite) == (448.0, 57344.0, 240.0)
-    assert (E4M3FN.max_byte, E5M2.max_byte, E4M3FNUZ.max_byte) == (0x7E, 0x7B, 0x7F)
-    assert "fp8_e5m2" in known_kv_cache_dtypes()
-
-
-def test_unknown_kv_cache_dtype_is_typed() -> None:
-    with pytest.raises(UnknownKVCacheDtypeError, match="fp9") as info:
-        resolve_kv_cache_dtype("fp9")
-    assert isinstance(info.value, ValueError)
-    assert info.value.kv_cache_dtype == "fp9"
-
-
-def test_formats_are_frozen() -> None:
-    with pytest.raises(AttributeError):
-        E4M3FN.max_finite = 1.0  # type: ignore[misc]
-
-
-def test_formats_module_does_not_import_torch() -> None:
-    source = (ROOT / "kvscale" / "kernel" / "formats.py").read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert "torch" not in imported and "triton" not in imported
-
-
-@pytest.mark.slow  # a fresh interpreter that imports torch: two seconds
-def test_package_imports_without_triton() -> None:
-    code = (
-        "import sys; sys.modules['triton'] = None\n"
-        "import kvscale.kernel as k\n"
-        "assert callable(k.reference_reshape_and_cache_flash)\n"
-        "f = k.reshape_and_cache_flash\n"
-        "import torch\n"
-        "key = torch.zeros(1, 1, 16, device='meta')\n"
-        "try:\n"
-        "    k.triton_cache._require_triton()\n"
-        "except k.TritonUnavailableError as e:\n"
-        "    print('unavailable:', e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "unavailable: the GPU cache-write kernel needs Triton" in out.stdout
-
-
-# --- exact bytes -------------------------------------------------------------------------------
 
 
 def test_e4m3fn_bytes() -> None:
@@ -133,9 +69,6 @@ def test_scale_divides_and_negative_scale_flips_sign() -> None:
     assert bits([34.0, -34.0], E4M3FN, scale=2.0) == [0x58, 0xD8]
     assert bits([34.0], E4M3FN, scale=-2.0) == [0xD8]
     assert bits([1.0, 0.0, -1.0], E4M3FN, scale=0.0) == [0x7E, 0x7F, 0xFE]  # +inf, NaN, -inf
-
-
-# --- independent oracle -----------------------------------------------------------------------
 
 
 def _oracle_byte(y: float, fmt: FP8Format) -> int:
@@ -198,9 +131,6 @@ def test_oracle_agrees_on_every_fp8_value_and_midpoint() -> None:
         probe = torch.cat([finite, mids, -mids])
         got = quantize_to_bits(probe, torch.tensor([1.0]), fmt).tolist()
         assert got == [_oracle_byte(v, fmt) for v in probe.tolist()], fmt.name
-
-
-# --- the cache write -------------------------------------------------------------------------
 
 
 def _setup(num_tokens: int = 6, heads: int = 3, head: int = 4, blocks: int = 4, bs: int = 4):
@@ -345,9 +275,6 @@ def test_stress_values_cover_the_rules() -> None:
         assert x.shape == (32, 2, 64) and x.dtype == torch.bfloat16
     q = quantize_to_bits(x, torch.ones(1), E4M3FN)
     assert bool((q == 0x7F).any()) and bool((q == 0x7E).any()) and bool((q == 0x80).any())
-
-
-# --- argument errors --------------------------------------------------------------------------
 
 
 def test_argument_errors() -> None:
