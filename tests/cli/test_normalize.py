@@ -40,7 +40,6 @@ from kvscale.core.normalize import (
     NormalizeOptions,
     normalize_checkpoint,
     plan_normalize,
-    write_plan,
 )
 from kvscale.engine.base import EnginePath, Rule
 from kvscale.engine.vllm.names import map_name
@@ -48,9 +47,9 @@ from kvscale.errors import RefusedError, UsageError
 from kvscale.io.safetensors import read_header
 from kvscale.io.safetensors_write import dtype_alignment
 from kvscale.io.staging import MANIFEST_NAME
-from kvscale.progress import ProgressEvent
 
 runner = CliRunner()
+
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 
 
@@ -79,13 +78,6 @@ def case_args(case: Case, platform: str) -> list[str]:
     if case.model_dtype:
         args += ["--model-dtype", case.model_dtype]
     return args
-
-
-def source_root(src: Path) -> Path:
-    return Path(report(src, "auto", "ocp").root)
-
-
-# --- closing the loop: every convention, layout and platform -------------------------------------
 
 
 @pytest.mark.parametrize("platform", ["ocp", "fnuz"])
@@ -218,9 +210,6 @@ def test_idempotent_fnuz_copy(tmp_path: Path) -> None:
     assert {k: v for k, v in one.items() if k != "kv_scales.json"} == {
         k: v for k, v in two.items() if k != "kv_scales.json"
     }
-
-
-# --- values and names, case by case --------------------------------------------------------------
 
 
 def _names(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
@@ -442,9 +431,6 @@ def test_hostile_layer_name(tmp_path: Path) -> None:
     assert {n: copy[n] for n in w} == old  # left as it was
 
 
-# --- refusals, exit codes, output safety ---------------------------------------------------------
-
-
 def _refused_source(tmp_path: Path) -> Path:
     w = weights(2)
     w[f"{P.format(0)}.k_scale"] = t(0.0)  # k = 0 with v > 0: the engine's assert refuses it
@@ -600,29 +586,6 @@ def test_read_only_input(tmp_path: Path) -> None:
     # Copies are never more permissive than their source: a read-only file stays read-only.
     copy_mode = (tmp_path / "out" / "checkpoint" / "tokenizer.json").stat().st_mode
     assert stat.S_IMODE(copy_mode) == stat.S_IMODE(modes[src / "tokenizer.json"]) & ~0o222
-
-
-def test_progress_callback(tmp_path: Path) -> None:
-    src = CASES_BY_NAME["sharded-index"].build(tmp_path / "src")
-    events: list[ProgressEvent] = []
-    plan = plan_normalize(src, tmp_path / "out", NormalizeOptions(checkpoint=True), events.append)
-    assert events and events[-1].phase == "headers"
-    events.clear()
-    result = write_plan(plan, events.append)
-    writing = [e for e in events if e.phase == "write"]
-    assert writing[-1].done == writing[-1].total == plan.total_bytes
-    assert writing[-1].files_done == writing[-1].files_total == len(plan.files)
-    assert [f.path for f in result.files] == [j.path for j in plan.files] + [MANIFEST_NAME]
-    assert [e.done for e in writing] == sorted(e.done for e in writing)
-
-
-def test_plan_writes_nothing(tmp_path: Path) -> None:
-    src = CASES_BY_NAME["modelopt"].build(tmp_path / "src")
-    before = sorted(os.listdir(tmp_path))
-    plan = plan_normalize(src, tmp_path / "out", NormalizeOptions(checkpoint=True))
-    assert sorted(os.listdir(tmp_path)) == before
-    assert plan.ok and not plan.blocking
-    assert {job.action for job in plan.files} == {"generated", "rewritten", "copied"}
 
 
 def test_human_output(tmp_path: Path) -> None:
