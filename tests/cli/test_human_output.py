@@ -1,8 +1,7 @@
 """People's output, piped into a CI log: the same text at every terminal width, no colour, every
 value and column whole, every problem message on one line; and the Markdown / CSV forms.
 
-Goldens: tests/golden/human/<case>.txt (regenerate with KVSCALE_UPDATE_GOLDEN=1 and review).
-"""
+Goldens: tests/golden/human/<case>.txt (regenerate with KVSCALE_UPDATE_GOLDEN=1 and review)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,9 @@ from support.paths import GOLDEN, ROOT
 from kvscale.cli import app
 
 HUMAN = GOLDEN / "human"
+
 UPDATE = os.environ.get("KVSCALE_UPDATE_GOLDEN", "") not in ("", "0", "false", "no")
+
 runner = CliRunner()
 
 CASES = {
@@ -122,12 +123,3 @@ def test_step_summary_ignored_outside_actions(tmp_path: Path) -> None:
     summary = tmp_path / "summary.md"
     _run(["inspect", "examples/broken"], 80, GITHUB_STEP_SUMMARY=str(summary))
     assert not summary.exists()
-
-
-def test_markdown_escapes_checkpoint_strings() -> None:
-    from rich.text import Text
-
-    from kvscale.render.formats import to_markdown
-
-    text = to_markdown([Text("# not a heading *nor* `code` a_b _c_ [link](x)")])
-    assert text == "\\# not a heading \\*nor\\* \\`code\\` a_b \\_c\\_ \\[link\\](x)\n"
