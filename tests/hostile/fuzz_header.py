@@ -3,15 +3,15 @@
 
 Long runs, reproducible from these commands (from the repository root, venv active)::
 
-    python tests/fuzz/fuzz_header.py --minutes 30                      # hypothesis (default)
-    python tests/fuzz/fuzz_header.py --minutes 30 --engine atheris     # coverage-guided
-    python tests/fuzz/fuzz_header.py --minutes 5 --seed 1234           # a fixed hypothesis seed
+    python tests/hostile/fuzz_header.py --minutes 30                      # hypothesis (default)
+    python tests/hostile/fuzz_header.py --minutes 30 --engine atheris     # coverage-guided
+    python tests/hostile/fuzz_header.py --minutes 5 --seed 1234           # a fixed hypothesis seed
     KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/hostile/test_header_properties.py  # CI's, longer
 
 The atheris engine needs ``pip install atheris`` (a wheel exists for CPython 3.11 on Linux
 x86-64); libFuzzer options can follow ``--``, e.g. ``-- -jobs=4 -workers=4``. Crashing inputs
 are written to ``--artifacts`` (default ``./fuzz-artifacts``) by either engine; replay one with
-``python tests/fuzz/fuzz_header.py --replay FILE``.
+``python tests/hostile/fuzz_header.py --replay FILE``.
 
 The oracle, for every input (the complete bytes of a file):
 

@@ -9,9 +9,9 @@ the input, never by what the header claims.
 Bounded for CI (about a minute in all). For longer runs::
 
     KVSCALE_FUZZ_EXAMPLES=20000 pytest tests/hostile/test_header_properties.py
-    python tests/fuzz/fuzz_header.py --minutes 30 [--engine atheris]
+    python tests/hostile/fuzz_header.py --minutes 30 [--engine atheris]
 
-(see ``docs/limits.md`` and ``tests/fuzz/fuzz_header.py``).
+(see ``docs/limits.md`` and ``tests/hostile/fuzz_header.py``).
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.checkpoints import safetensors_prefix
-from support.paths import TESTS
 
 from kvscale.errors import KVScaleError, SafetensorsFormatError
 from kvscale.io.safetensors import parse_header, read_header
 
 
 def _load_fuzz_module() -> ModuleType:
-    path = TESTS / "fuzz" / "fuzz_header.py"
+    path = Path(__file__).with_name("fuzz_header.py")
     spec = importlib.util.spec_from_file_location("_kvscale_fuzz_header", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
