@@ -49,6 +49,25 @@ def test_development_section_names_every_module() -> None:
     assert not stale, f"README Development section names missing modules {stale}"
 
 
+def test_development_section_names_every_test_directory() -> None:
+    """tests/ mirrors kvscale/; every other directory of it is listed, and every listed one
+    exists."""
+    layout = _section("Development")
+    listed = {entry.rstrip("/") for entry in re.findall(r"^(tests/\S*)", layout, re.M)}
+    missing = sorted(entry for entry in listed if not (ROOT / entry).is_dir())
+    assert not missing, f"README Development section names missing directories {missing}"
+    mirrored = {p.name for p in (ROOT / "kvscale").iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    unlisted = sorted(
+        f"tests/{p.name}"
+        for p in (ROOT / "tests").iterdir()
+        if p.is_dir()
+        and p.name not in mirrored
+        and not p.name.startswith((".", "__"))
+        and f"tests/{p.name}" not in listed
+    )
+    assert not unlisted, f"README Development section lacks {unlisted}"
+
+
 def test_shell_completion_for_bash_zsh_fish() -> None:
     for shell in ("bash", "zsh", "fish"):
         result = subprocess.run(
