@@ -40,6 +40,18 @@ from support.checkpoints import (
 from support.hostile import HostileRunner
 from support.hub_server import HubServer
 
+# --- one intra-op thread -------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests' tensors are tiny: a second intra-op thread only adds synchronisation, and
+    OpenMP's waiting threads spin. (On the shared 2-core machine the model and calibrate tests
+    took 36 s of CPU with torch's default two threads, 6 s with one.)"""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 # --- fixtures -----------------------------------------------------------------------------------
 
 
