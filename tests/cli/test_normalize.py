@@ -53,6 +53,13 @@ runner = CliRunner()
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 
 
+@pytest.fixture(autouse=True)
+def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check what normalize writes, not that it reaches the disk (the fault tests in
+    tests/hostile/ do): their ~1,000 fsyncs were seconds of the default run's wall time."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+
+
 def checkpoint_name(prefix: str, kind: str, quant_method: str) -> str | None:
     """vLLM's checkpoint name for one scale under a quant method (no architecture renames)."""
     from kvscale.engine.base import NameContext, QuantConfig
