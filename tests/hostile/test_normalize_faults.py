@@ -56,12 +56,21 @@ def digest_tree(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], dict[str, str]]:
-    """A ~240 MB checkpoint, its digest, and the digest of an uninterrupted normalize."""
+    """A ~240 MB checkpoint (its copy takes long enough to be killed at random points), its
+    digest, and the digest of an uninterrupted normalize: for the slow tests."""
     base = tmp_path_factory.mktemp("big")
     src = big_modelopt_checkpoint(base / "src", 240)
     ref = base / "reference"
     _cli_subprocess(src, ref, "--checkpoint").check_returncode()
     return src, digest_tree(src), digest_tree(ref)
+
+
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A ~96 MB checkpoint and its digest: room for every fault the in-process tests inject
+    (the last at 60 MB of copying)."""
+    src = big_modelopt_checkpoint(tmp_path_factory.mktemp("medium") / "src", 96)
+    return src, digest_tree(src)
 
 
 def _cli_args(src: Path, out: Path, *extra: str) -> list[str]:
@@ -223,9 +232,9 @@ def _failing(after_bytes: int, code: int) -> Any:
     [0, pytest.param(3, marks=pytest.mark.slow), pytest.param(60, marks=pytest.mark.slow)],
 )
 def test_full_disk_simulated(
-    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_mb: int
+    medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after_mb: int
 ) -> None:
-    src, src_digest, _ = big
+    src, src_digest = medium
     monkeypatch.setattr(os, "copy_file_range", _failing(after_mb << 20, errno.ENOSPC))
     out = tmp_path / "out"
     result = runner.invoke(app, ["normalize", str(src), "--out", str(out), "--checkpoint"])
@@ -236,8 +245,8 @@ def test_full_disk_simulated(
     assert digest_tree(src) == src_digest
 
 
-def test_enospc_at_fsync(big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    src, _, _ = big
+def test_enospc_at_fsync(medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src, _ = medium
     real = os.fsync
     calls = {"n": 0}
 
@@ -266,9 +275,9 @@ def test_enospc_at_fsync(big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_existing_output_survives_failed_force(
-    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src, _, _ = big
+    src, _ = medium
     out = tmp_path / "out"
     runner.invoke(app, ["normalize", str(src), "--out", str(out)])
     before = tree_bytes(out)
@@ -299,8 +308,8 @@ def _run_with_fault(src: Path, out: Path, fault: Any, *, at_bytes: int, workers:
 
 
 @pytest.mark.parametrize("at_mb", [0, 40])
-def test_output_directory_vanishes(big: Any, tmp_path: Path, at_mb: int) -> None:
-    src, src_digest, _ = big
+def test_output_directory_vanishes(medium: Any, tmp_path: Path, at_mb: int) -> None:
+    src, src_digest = medium
     dest = tmp_path / "dest"
     dest.mkdir()
     out = dest / "out"
@@ -318,9 +327,9 @@ def test_output_directory_vanishes(big: Any, tmp_path: Path, at_mb: int) -> None
 
 
 def test_output_directory_vanishes_cli(
-    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src, _, _ = big
+    src, _ = medium
     dest = tmp_path / "dest"
     dest.mkdir()
     real = os.copy_file_range
@@ -335,9 +344,9 @@ def test_output_directory_vanishes_cli(
     assert "vanished" in result.stderr and result.stderr.count("\n") == 1
 
 
-def test_output_turns_read_only_real(big: Any, small_fs: Path) -> None:
+def test_output_turns_read_only_real(medium: Any, small_fs: Path) -> None:
     """A remount read-only between two files (workers=1: no file is open at that moment)."""
-    src, src_digest, _ = big
+    src, src_digest = medium
     (small_fs / "keep").mkdir()
     src_small = big_modelopt_checkpoint(small_fs.parent / "src-small", 8)
     out = small_fs / "out"
@@ -368,9 +377,9 @@ def test_output_turns_read_only_real(big: Any, small_fs: Path) -> None:
 
 @pytest.mark.parametrize("code, words", [(errno.EROFS, "read-only"), (errno.EACCES, "permission")])
 def test_output_turns_read_only_simulated(
-    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str
+    medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str
 ) -> None:
-    src, src_digest, _ = big
+    src, src_digest = medium
     import kvscale.io.safetensors_write as sw
 
     real = sw.open_new
@@ -394,8 +403,8 @@ def test_output_turns_read_only_simulated(
 @pytest.mark.skipif(
     hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions"
 )
-def test_parent_made_read_only_before_commit(big: Any, tmp_path: Path) -> None:
-    src, _, _ = big
+def test_parent_made_read_only_before_commit(medium: Any, tmp_path: Path) -> None:
+    src, _ = medium
     dest = tmp_path / "dest"
     dest.mkdir()
     try:
@@ -440,12 +449,12 @@ def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
 
 
 def test_commit_refused_simulated(
-    big: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    medium: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The final rename fails (parent made read-only as a non-root user): staging is removed."""
     import kvscale.io.staging as nz
 
-    src, _, _ = big
+    src, _ = medium
 
     def refuse(*args: Any, **kwargs: Any) -> bool:
         raise OSError(errno.EACCES, "Permission denied", str(tmp_path / "out"))
