@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import write_safetensors_file
 from support.paths import EXAMPLES
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install 'kvscale[calibrate]'")
 torch = pytest.importorskip("torch")
 
-from safetensors.torch import load_file, save_file  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
 from support.checkpoints import quant_config  # noqa: E402
 from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples, save_tiny  # noqa: E402
@@ -154,7 +155,9 @@ def test_target_fp8_release_gets_a_kv_scheme(tmp_path: Path, llama: Path, data: 
     qc["config_groups"] = {"group_0": {"targets": ["Linear"]}}
     config["quantization_config"] = qc
     (target / "config.json").write_text(json.dumps(config))
-    save_file(load_file(str(llama / "model.safetensors")), str(target / "model.safetensors"))
+    write_safetensors_file(
+        target / "model.safetensors", load_file(str(llama / "model.safetensors"))
+    )
     out = tmp_path / "out"
     result = run(
         "calibrate", llama, "--data", data, "--out", out, "--checkpoint", "--target", target,
@@ -173,7 +176,9 @@ def test_target_without_kv_parameters_is_refused(tmp_path: Path, llama: Path, da
     config = json.loads((llama / "config.json").read_text())
     config["quantization_config"] = {"quant_method": "gptq", "bits": 4}
     (target / "config.json").write_text(json.dumps(config))
-    save_file(load_file(str(llama / "model.safetensors")), str(target / "model.safetensors"))
+    write_safetensors_file(
+        target / "model.safetensors", load_file(str(llama / "model.safetensors"))
+    )
     out = tmp_path / "out"
     result = run(
         "calibrate", llama, "--data", data, "--out", out, "--checkpoint", "--target", target
@@ -215,7 +220,7 @@ def test_nan_activations_write_nothing(tmp_path: Path, data: Path) -> None:
     model = save_tiny("llama", tmp_path / "nan")
     weights = load_file(str(model / "model.safetensors"))
     weights["model.layers.1.self_attn.k_proj.weight"][0, 0] = float("nan")
-    save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors_file(model / "model.safetensors", weights, {"format": "pt"})
     out = tmp_path / "out"
     result = run("calibrate", model, "--data", data, "--out", out, "--device", "cpu")
     assert result.exit_code == 1
@@ -301,7 +306,7 @@ def test_verify_model_fails_a_128x_too_small_scale(
         (broken / f.name).write_bytes(f.read_bytes())
     tensors = load_file(str(broken / "model.safetensors"))
     tensors["model.layers.1.self_attn.k_scale"] = tensors["model.layers.1.self_attn.k_scale"] / 128
-    save_file(tensors, str(broken / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors_file(broken / "model.safetensors", tensors, {"format": "pt"})
     result = run("verify", broken, "--data", data, "--seq-len", "64", "--max-kl", "0", "--json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
@@ -421,7 +426,7 @@ def test_smollm2_one_scale_128x_too_small_fails_layer_and_gate(
     tensors = load_file(str(broken / "model.safetensors"))
     name = "model.layers.3.self_attn.k_scale"
     tensors[name] = tensors[name] / 128
-    save_file(tensors, str(broken / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors_file(broken / "model.safetensors", tensors, {"format": "pt"})
     result = run("verify", broken, *SMOL, "--max-kl", "0.02", "--json")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)

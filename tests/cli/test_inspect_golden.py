@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import write_safetensors_file
 from support.cli import CliRunner
 from support.paths import GOLDEN
 
@@ -66,17 +67,16 @@ FP8 = {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": 
 
 def _write(root: Path, config: dict[str, Any], tensors: dict[str, Any]) -> Path:
     import torch
-    from safetensors.torch import save_file
 
     ckpt = root / "ckpt"
     ckpt.mkdir()
     (ckpt / "config.json").write_text(json.dumps(config, indent=1))
-    save_file(
+    write_safetensors_file(
+        ckpt / "model.safetensors",
         {
             name: value if isinstance(value, torch.Tensor) else torch.tensor(value)
             for name, value in tensors.items()
         },
-        str(ckpt / "model.safetensors"),
     )
     return ckpt
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from support.checkpoints import (
     gemma2_quark_checkpoint,
     llama_config,
+    write_safetensors_file,
 )
 from support.cli import CliRunner, run_cli
 from support.normalize import (
@@ -642,7 +643,9 @@ def test_shadowed_only_shard_keeps_metadata(tmp_path: Path) -> None:
     w[f"{P.format(0)}.k_scale"] = t(0.5)
     w[f"{P.format(0)}.v_scale"] = t(0.25)
     src = write_dir(tmp_path / "src", w, llama_config(1, quant=qc("compressed-tensors")))
-    save_file({f"{P.format(0)}.k_scale": t(0.125)}, str(src / "a.safetensors"), {"who": "me"})
+    write_safetensors_file(
+        src / "a.safetensors", {f"{P.format(0)}.k_scale": t(0.125)}, {"who": "me"}
+    )
     normalize_cli(src, tmp_path / "out", "--checkpoint")
     header = read_header(tmp_path / "out" / "checkpoint" / "a.safetensors")
     assert header.metadata == {"who": "me", NORMALIZED_MARK: "1"} and not header.tensors

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import save_file
 from support.checkpoints import (
     scales_output,
+    write_safetensors_file,
     write_scalar_checkpoint,
 )
 from support.cli import CliRunner, run_cli, run_cli_json
@@ -114,7 +114,7 @@ def test_fnuz_target_uses_the_fnuz_format_on_cpu(tmp_path: Path) -> None:
 
 def test_bad_activations_shape_is_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "acts.safetensors"
-    save_file({"model.layers.0.self_attn.attn.k": torch.zeros(4, 8)}, str(path))
+    write_safetensors_file(path, {"model.layers.0.self_attn.attn.k": torch.zeros(4, 8)})
     result = runner.invoke(
         app, ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--activations", str(path)]
     )
@@ -169,13 +169,13 @@ def test_activations_without_attn_suffix_are_an_input_error(tmp_path: Path) -> N
     """Issue 10, defect 2: names like ``model.layers.N.self_attn.k`` silently fell back to
     synthetic data, exit 0."""
     path = tmp_path / "acts.safetensors"
-    save_file(
+    write_safetensors_file(
+        path,
         {
             f"model.layers.{i}.self_attn.{kind}": torch.zeros(8, 2, 16)
             for i in range(4)
             for kind in "kv"
         },
-        str(path),
     )
     result = run_cli("verify", EXAMPLES / "wrong-scale", "--activations", path)
     assert result.exit_code == 2 and result.stdout == ""
@@ -202,7 +202,7 @@ def test_partial_activations_name_the_synthetic_layers(tmp_path: Path) -> None:
     full = load_file(str(ACTIVATIONS))
     part = {name: t for name, t in full.items() if ".layers.0." in name}
     path = tmp_path / "layer0.safetensors"
-    save_file(part, str(path))
+    write_safetensors_file(path, part)
     code, doc = run_cli_json("verify", EXAMPLES / "llm-compressor-fp8", "--activations", path)
     assert code == 0
     assert [layer["data"] for layer in doc["layers"]] == [

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
 from support.checkpoints import (
     attention_weights,
     layout_safetensors_file,
@@ -20,6 +19,7 @@ from support.checkpoints import (
     quant_config,
     tensor,
     write_checkpoint,
+    write_safetensors_file,
 )
 from support.hardening import (
     L0,
@@ -147,7 +147,9 @@ def test_activations_are_read_bounded(tmp_path: Path) -> None:
         err = one_line_error(invoke("verify", out, "--activations", huge), str(huge))
     assert "max-verify-elements" in err and "KVSCALE_MAX_VERIFY_ELEMENTS" in err
     small = tmp_path / "small.safetensors"
-    save_file({f"{L0}.k": torch.randn(64, 2, 16), f"{L0}.v": torch.randn(64, 2, 16)}, str(small))
+    write_safetensors_file(
+        small, {f"{L0}.k": torch.randn(64, 2, 16), f"{L0}.v": torch.randn(64, 2, 16)}
+    )
     result = invoke(
         "verify", out, "--activations", small, env={"KVSCALE_MAX_VERIFY_ELEMENTS": "100"}
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.checkpoints import big_modelopt_checkpoint
+from support.checkpoints import big_modelopt_checkpoint, write_safetensors_file
 from support.cli import CliRunner
 from support.normalize import tree_bytes
 
@@ -416,7 +416,6 @@ def test_parent_made_read_only_before_commit(medium: Any, tmp_path: Path) -> Non
 
 
 def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
-    from safetensors.torch import save_file
     from support.checkpoints import llama_config, quant_config
     from support.normalize import t
 
@@ -426,7 +425,9 @@ def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
         json.dumps(llama_config(1, quant=quant_config("compressed-tensors")))
     )
     bad = "../../escape/model.layers.0.self_attn"
-    save_file({f"{bad}.k_scale": t(0.5), f"{bad}.v_scale": t(0.5)}, str(src / "model.safetensors"))
+    write_safetensors_file(
+        src / "model.safetensors", {f"{bad}.k_scale": t(0.5), f"{bad}.v_scale": t(0.5)}
+    )
     result = runner.invoke(
         app, ["normalize", str(src), "--out", str(tmp_path / "o"), "--checkpoint"]
     )

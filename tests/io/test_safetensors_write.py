@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from support.checkpoints import write_safetensors_file
 
 import kvscale.io.safetensors_write as sw
 from kvscale.io.safetensors import read_header
@@ -27,7 +28,7 @@ def _src(tmp_path: Path) -> Path:
         "f.i64": torch.arange(2, dtype=torch.int64),
     }
     path = tmp_path / "src.safetensors"
-    save_file(tensors, str(path), metadata={"format": "pt", "x": "y"})
+    write_safetensors_file(path, tensors, {"format": "pt", "x": "y"})
     return path
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checkpoints import write_safetensors_file
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
@@ -145,11 +146,11 @@ def test_dtype_auto_follows_the_config(tmp_path: Path) -> None:
 
 def test_missing_weights(tmp_path: Path) -> None:
     path = save_tiny("llama", tmp_path / "m")
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
     tensors = load_file(str(path / "model.safetensors"))
     del tensors["model.layers.1.mlp.up_proj.weight"]
-    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors_file(path / "model.safetensors", tensors, {"format": "pt"})
     with pytest.raises(ModelLoadError) as info:
         load_model(path)
     assert info.value.message == (
@@ -211,11 +212,11 @@ def test_cuda_without_cuda(tmp_path: Path) -> None:
 def test_a_model_with_nan_weights_loads_and_is_reported(tmp_path: Path) -> None:
     """NaN activations are a result (the layer is reported, exit 1), not a refusal."""
     path = save_tiny("llama", tmp_path / "nan")
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
     tensors = load_file(str(path / "model.safetensors"))
     tensors["model.layers.1.self_attn.k_proj.weight"][0, 0] = float("nan")
-    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors_file(path / "model.safetensors", tensors, {"format": "pt"})
     lm = load_model(path)
     assert len(lm.layers) == 2
     result = capture_kv_amax(lm, random_samples((6,)))
