@@ -18,17 +18,16 @@ extracted vLLM 0.33.0 tree (the directory holding ``vllm/``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from support.paths import PARITY
+from support.vllm_oracle import load_module
 
 GOLDEN = PARITY / "vllm_expected.json"
 ARCH_DROP = PARITY / "arch_output_scale_drop.json"
@@ -38,16 +37,7 @@ VALUE_FIELDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 VOLATILE_PROVENANCE = ("torch_version", "python_version", "device", "regex_module")
 
 
-def _load_cases() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kvscale_parity_cases", PARITY / "cases.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CASES = _load_cases()
+CASES = load_module("kvscale_parity_cases", PARITY / "cases.py")
 GOLDEN_DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 CASE_NAMES = [c["name"] for c in CASES.CASES]
 
