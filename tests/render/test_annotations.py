@@ -1,4 +1,5 @@
-"""GitHub Actions annotations: escaping, when they appear, on which stream, hostile names."""
+"""kvscale.render.annotations: escaping, when annotations appear, one per code with errors first,
+levels under the policy, diff annotations."""
 
 from __future__ import annotations
 
