@@ -12,9 +12,7 @@ import pytest
 from support.checkpoints import distinct_k as k_of
 from support.checkpoints import distinct_scales as scales
 from support.checkpoints import distinct_v as v_of
-from support.checkpoints import (
-    write_scalar_checkpoint,
-)
+from support.checkpoints import write_scalar_checkpoint
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from support.cli import CliRunner, run_cli
 

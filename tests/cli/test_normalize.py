@@ -13,11 +13,7 @@ from typing import Any
 import pytest
 import torch
 from safetensors.torch import load_file
-from support.checkpoints import (
-    gemma2_quark_checkpoint,
-    llama_config,
-    write_safetensors_file,
-)
+from support.checkpoints import gemma2_quark_checkpoint, llama_config, write_safetensors_file
 from support.cli import CliRunner, run_cli
 from support.normalize import (
     CASES,
@@ -37,11 +33,7 @@ from support.normalize import (
 
 from kvscale.cli import app
 from kvscale.conventions import NORMALIZED_MARK
-from kvscale.core.normalize import (
-    NormalizeOptions,
-    normalize_checkpoint,
-    plan_normalize,
-)
+from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint, plan_normalize
 from kvscale.engine.base import EnginePath, Rule
 from kvscale.engine.vllm.names import map_name
 from kvscale.errors import RefusedError, UsageError

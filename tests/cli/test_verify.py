@@ -9,11 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from support.checkpoints import (
-    scales_output,
-    write_safetensors_file,
-    write_scalar_checkpoint,
-)
+from support.checkpoints import scales_output, write_safetensors_file, write_scalar_checkpoint
 from support.cli import CliRunner, run_cli, run_cli_json
 from support.paths import EXAMPLES
 

@@ -11,14 +11,7 @@ from support.checkpoints import distinct_k as k_of
 from support.checkpoints import distinct_scales as scales
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
 
-from kvscale.core.diff import (
-    LayerScales,
-    ScaleSet,
-    compare,
-    compare_values,
-    diff_paths,
-    rel_change,
-)
+from kvscale.core.diff import LayerScales, ScaleSet, compare, compare_values, diff_paths, rel_change
 from kvscale.engine.options import EngineOptions
 
 P = "model.layers.{}.self_attn"

@@ -8,11 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from support.checkpoints import llama_config as config
-from support.checkpoints import (
-    quant_config,
-    tensor,
-    write_checkpoint,
-)
+from support.checkpoints import quant_config, tensor, write_checkpoint
 
 from kvscale.core.inspect import inspect_checkpoint
 from kvscale.engine.options import EngineOptions

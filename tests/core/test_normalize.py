@@ -6,15 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from support.normalize import (
-    CASES_BY_NAME,
-)
+from support.normalize import CASES_BY_NAME
 
-from kvscale.core.normalize import (
-    NormalizeOptions,
-    plan_normalize,
-    write_plan,
-)
+from kvscale.core.normalize import NormalizeOptions, plan_normalize, write_plan
 from kvscale.io.staging import MANIFEST_NAME
 from kvscale.progress import ProgressEvent
 

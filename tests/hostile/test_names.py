@@ -10,14 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.hardening import (
-    SCALES,
-    checkpoint,
-    invoke,
-    leftovers,
-    one_line_error,
-    snapshot,
-)
+from support.hardening import SCALES, checkpoint, invoke, leftovers, one_line_error, snapshot
 
 from kvscale.io.staging import is_own_output
 

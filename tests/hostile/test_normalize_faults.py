@@ -29,11 +29,7 @@ from support.cli import CliRunner
 from support.normalize import tree_bytes
 
 from kvscale.cli import app
-from kvscale.core.normalize import (
-    NormalizeOptions,
-    plan_normalize,
-    write_plan,
-)
+from kvscale.core.normalize import NormalizeOptions, plan_normalize, write_plan
 from kvscale.errors import OutputError
 from kvscale.io.staging import WriteOptions, is_own_output
 from kvscale.progress import ProgressEvent

@@ -28,10 +28,7 @@ from support.checkpoints import (
 )
 from support.checkpoints import write_scalar_checkpoint as write_ckpt
 from support.cli import CliRunner, run_cli
-from support.hardening import (
-    P,
-    invoke,
-)
+from support.hardening import P, invoke
 from support.hostile import HOSTILE, RAW_DANGER, assert_terminal_safe
 
 from kvscale.cli import app

@@ -34,22 +34,10 @@ from support.checkpoints import (
     tensor,
     write_checkpoint,
 )
-from support.hardening import (
-    P,
-    checkpoint,
-    invoke,
-    leftovers,
-    normalized,
-    one_line_error,
-    snapshot,
-)
+from support.hardening import P, checkpoint, invoke, leftovers, normalized, one_line_error, snapshot
 
 from kvscale import scales_file
-from kvscale.core.normalize import (
-    NormalizeOptions,
-    plan_normalize,
-    write_plan,
-)
+from kvscale.core.normalize import NormalizeOptions, plan_normalize, write_plan
 from kvscale.errors import KVScaleError
 from kvscale.io.staging import MANIFEST_NAME, is_own_output
 

@@ -19,11 +19,7 @@ from support.checkpoints import (
     tensor,
     write_checkpoint,
 )
-from support.hardening import (
-    P,
-    deadline,
-    invoke,
-)
+from support.hardening import P, deadline, invoke
 
 
 def _quark_checkpoint(root: Path, patterns: int) -> Path:

@@ -8,10 +8,7 @@ import ast
 import pytest
 from support.paths import ROOT
 
-from kvscale.kernel import (
-    UnknownKVCacheDtypeError,
-    resolve_kv_cache_dtype,
-)
+from kvscale.kernel import UnknownKVCacheDtypeError, resolve_kv_cache_dtype
 from kvscale.kernel.formats import E4M3FN, E4M3FNUZ, E5M2, known_kv_cache_dtypes
 
 

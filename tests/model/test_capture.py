@@ -20,11 +20,7 @@ np = pytest.importorskip("numpy")
 from support.models import random_samples  # noqa: E402
 
 from kvscale.errors import UsageError  # noqa: E402
-from kvscale.model.capture import (  # noqa: E402
-    capture_kv_amax,
-    capture_with_cache,
-    holdout_indices,
-)
+from kvscale.model.capture import capture_kv_amax, capture_with_cache, holdout_indices  # noqa: E402
 from kvscale.model.hook import RecordingCache, cache_kwarg_name  # noqa: E402
 from kvscale.model.scales import kv_scales  # noqa: E402
 from kvscale.progress import ProgressEvent  # noqa: E402

@@ -21,9 +21,7 @@ torch = pytest.importorskip("torch")
 from support.models import random_samples, save_tiny, tiny_config  # noqa: E402
 
 from kvscale.errors import EnvironmentMissingError, InputError, UsageError  # noqa: E402
-from kvscale.model.capture import (  # noqa: E402
-    capture_kv_amax,
-)
+from kvscale.model.capture import capture_kv_amax  # noqa: E402
 from kvscale.model.load import (  # noqa: E402
     ModelLoadError,
     UnsupportedModelError,

@@ -6,12 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.checkpoints import llama_config as config
-from support.checkpoints import (
-    quant_config,
-    scales_output,
-    tensor,
-    write_checkpoint,
-)
+from support.checkpoints import quant_config, scales_output, tensor, write_checkpoint
 from support.paths import EXAMPLES
 
 from kvscale.core.verify.run import VerifyOptions, verify_target

@@ -15,11 +15,7 @@ from support.paths import ROOT
 from support.remote import BIG, document, remote_report
 
 from kvscale.core.inspect import inspect_checkpoint
-from kvscale.errors import (
-    ExitCode,
-    InputError,
-    KVScaleError,
-)
+from kvscale.errors import ExitCode, InputError, KVScaleError
 from kvscale.io.remote.http import RemoteOptions
 
 pytest.importorskip("huggingface_hub")

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvscale.errors import (
-    ExitCode,
-    UsageError,
-)
+from kvscale.errors import ExitCode, UsageError
 from kvscale.io.remote.urls import RemoteSpec, remote_spec
 
 
