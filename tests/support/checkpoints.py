@@ -1,7 +1,14 @@
-"""Tiny synthetic checkpoints for tests (torch + safetensors.torch, so values are exact).
+"""The one builder of test checkpoints (torch + safetensors.torch, so values are exact).
 
 One Llama config builder (``llama_config``), one quantization_config table (``quant_config``),
 and the writers every test module uses; fixtures wrapping them live in ``tests/conftest.py``.
+
+Valid files go through ``write_safetensors_file`` (the reference writer), or through
+``layout_safetensors_file`` when they are written without torch (sparse files of any claimed
+size, real bytes for the fault tests). Crafted, broken bytes go through ``safetensors_prefix``
+(``raw_safetensors_file`` for a whole file): the one place a test packs a header by hand.
+Checkpoint layouts built on them: Hugging Face caches (``hf_cache``), normalize outputs
+(``scales_output``), and the named checkpoints below.
 """
 
 from __future__ import annotations
