@@ -106,7 +106,7 @@ def test_large_sparse_checkpoint(hub: HubServer, big_checkpoint: Path) -> None:
     sha = hub.add_repo(BIG, big_checkpoint)
     seen: list[tuple[int, int]] = []
     start = time.monotonic()
-    ckpt = open_remote(f"hf://{BIG}", None, lambda done, total, _name: seen.append((done, total)))
+    ckpt = open_remote(f"hf://{BIG}", None, lambda event: seen.append((event.done, event.total)))
     report = resolve_checkpoint(ckpt, EngineOptions())
     elapsed = time.monotonic() - start
     assert document(report) == document(inspect_checkpoint(big_checkpoint))
