@@ -4,12 +4,18 @@ codes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from support.checkpoints import scales_output, write_safetensors_file, write_scalar_checkpoint
+from support.checkpoints import (
+    ct_config,
+    scales_output,
+    write_safetensors_file,
+    write_scalar_checkpoint,
+)
 from support.cli import CliRunner, run_cli, run_cli_json
 from support.paths import EXAMPLES
 
@@ -242,3 +248,40 @@ def test_strict_without_gpu_says_fail_and_how_to_fix() -> None:
         in result.stdout.replace("\n", " ")
     )
     assert not any(line.startswith("OK") for line in result.stdout.splitlines())
+
+
+@pytest.mark.parametrize("dtype", ["turboquant_k8v4", "fp8_inc"])
+def test_a_format_verify_cannot_write_is_refused_not_measured_as_fp8(
+    dtype: str, make_checkpoint: Callable[..., Path]
+) -> None:
+    # 6 layers: TurboQuant keeps its 2+2 boundary layers unquantized, layers 2-3 use the format.
+    ckpt = make_checkpoint(layers=6, config=ct_config(6, hidden_size=256))
+    result = runner.invoke(app, ["verify", str(ckpt), "--kv-cache-dtype", dtype, "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"kvscale has no reference writer for {dtype}: verify cannot measure" in result.stderr
+    hint = result.stderr.split("--kv-cache-dtype one of: ")[1].strip().split(", ")
+    assert {"auto", "fp8", "fp8_e4m3", "nvfp4", "int8_per_token_head"} <= set(hint)
+    assert not any(name.startswith(("turboquant", "fp8_inc")) for name in hint)
+
+
+def test_turboquant_boundary_layers_alone_are_measured_unquantized() -> None:
+    # The 4-layer example: min(2, 4 // 2) = 2 boundary layers at each end cover every layer.
+    result = runner.invoke(
+        app,
+        ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--kv-cache-dtype", "turboquant_k8v4"],
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fmt"), [("nvfp4", "nvfp4"), ("int8_per_token_head", "int8_per_token_head")]
+)
+def test_a_format_verify_can_write_is_measured_in_its_own_format(
+    dtype: str, fmt: str, make_checkpoint: Callable[..., Path]
+) -> None:
+    ckpt = make_checkpoint(layers=2, config=ct_config(2, hidden_size=256))
+    result = runner.invoke(app, ["verify", str(ckpt), "--kv-cache-dtype", dtype, "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["options"] == {"kv_cache_dtype": dtype}
+    assert len(report["layers"]) == 2 and all(layer["pass"] for layer in report["layers"])
