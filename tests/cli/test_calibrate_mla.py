@@ -18,8 +18,8 @@ transformers = pytest.importorskip("transformers", reason="pip install 'kvscale[
 torch = pytest.importorskip("torch")
 
 from safetensors import safe_open  # noqa: E402
+from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
 from kvscale.engine.vllm.engine import VllmEngine  # noqa: E402

@@ -20,8 +20,8 @@ transformers = pytest.importorskip("transformers", reason="pip install 'kvscale[
 torch = pytest.importorskip("torch")
 
 from safetensors.torch import load_file  # noqa: E402
+from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
 

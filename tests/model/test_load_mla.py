@@ -19,8 +19,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers", reason="pip install 'kvscale[calibrate]'")
 torch = pytest.importorskip("torch")
 
+from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
 from kvscale.model.load import (  # noqa: E402

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from parity import render_tables
 
 PARITY = Path(__file__).resolve().parent
