@@ -1,7 +1,7 @@
 """Read a checkpoint where it lives: a Hugging Face Hub repository or an HTTPS URL, by byte ranges.
 
-Inputs (``remote_spec``): ``hf://ORG/NAME[@REVISION]``; a bare ``ORG/NAME`` when no local path of
-that name exists; a Hub web or resolve URL (``https://huggingface.co/ORG/NAME[/resolve/REV/FILE]``);
+Inputs (``remote_spec``): ``hf://ORG/NAME[@REVISION]``; a bare ``ORG/NAME`` when nothing named
+``ORG/NAME`` or ``ORG`` exists in the current directory; a Hub web or resolve URL (``https://huggingface.co/ORG/NAME[/resolve/REV/FILE]``);
 any ``http(s)://.../X.safetensors`` or ``.../X.safetensors.index.json`` URL.
 
 What is read, and how (``open_remote``):
