@@ -50,6 +50,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -430,16 +431,55 @@ def environment(world: World, extra: dict[str, str], *, keep_home: bool = False)
     return env
 
 
-def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def log(message: str) -> None:
+    """A progress line on stderr (the results go to stdout)."""
+    print(f"run_local: {message}", file=sys.stderr, flush=True)
+
+
+def _bash(
+    script: str, env: dict[str, str], cwd: Path, *, echo: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` as CI runners do; ``echo``: also show its output as it comes, each line
+    prefixed (an install takes minutes: it must not look stuck)."""
     # GitHub's default shell on Linux: bash --noprofile --norc -eo pipefail {0}; GitLab's
     # runner runs a job's lines in one bash with errexit and pipefail too.
-    return subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    args = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]
+    if echo is None:
+        return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return _run_echoed(args, env, cwd, echo)
+
+
+def _run_echoed(
+    args: list[str], env: dict[str, str], cwd: Path, prefix: str
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` with both streams captured and copied to stderr line by line."""
+    import threading
+
+    with subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        captured: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+        def pump(name: str, stream: Any) -> None:
+            for line in stream:
+                captured[name].append(line)
+                print(f"  {prefix} | {line.rstrip()}", file=sys.stderr, flush=True)
+
+        pumps = [
+            threading.Thread(target=pump, args=(name, stream), daemon=True)
+            for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))
+        ]
+        for thread in pumps:
+            thread.start()
+        try:
+            code = process.wait(timeout=600)
+        except BaseException:  # a timeout, or the run interrupted: the child goes too
+            process.kill()
+            raise
+        for thread in pumps:
+            thread.join()
+    return subprocess.CompletedProcess(
+        args, code, "".join(captured["stdout"]), "".join(captured["stderr"])
     )
 
 
@@ -514,22 +554,57 @@ def world(workdir: Path, good: Path, broken: Path, bindir: Path | None = None) -
 # --- installing as the templates do ---------------------------------------------------------
 
 
-def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
-    """A git repository holding ``source``'s working tree (tracked and untracked files that git
-    does not ignore, uncommitted changes included), committed and tagged ``tag``: what a
-    ``git+file://`` install of that tag gets."""
+# Untracked files are part of the snapshot only under these (a new module not yet added);
+# anything else untracked (a virtual environment, downloads, outputs) is not the package.
+PACKAGE_DIRS = ("kvscale/",)
+
+
+def _git_files(source: Path, *args: str) -> set[str]:
     listing = subprocess.run(
-        ["git", "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        ["git", "-C", str(source), "ls-files", "-z", *args],
         check=True,
         capture_output=True,
     ).stdout.decode()
+    return set(filter(None, listing.split("\0")))
+
+
+def _in_venv(source: Path, rel: str) -> bool:
+    """Whether ``rel`` lies in a virtual environment (a directory holding ``pyvenv.cfg``)."""
+    parts = Path(rel).parts[:-1]
+    return any(
+        (source.joinpath(*parts[: i + 1]) / "pyvenv.cfg").is_file() for i in range(len(parts))
+    )
+
+
+def snapshot_files(source: Path = REPO) -> list[str]:
+    """What a snapshot of ``source`` holds: every tracked file as it is in the working tree,
+    plus untracked, unignored files under ``PACKAGE_DIRS`` (a new module not yet added); never
+    a virtual environment, a ``__pycache__`` or another untracked file of the tree."""
+    tracked = _git_files(source, "--cached")
+    untracked = {
+        rel
+        for rel in _git_files(source, "--others", "--exclude-standard")
+        if rel.startswith(PACKAGE_DIRS) and "__pycache__/" not in rel
+    }
+    return sorted(
+        rel
+        for rel in tracked | untracked
+        if ((source / rel).is_file() or (source / rel).is_symlink()) and not _in_venv(source, rel)
+    )
+
+
+def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
+    """A git repository holding ``snapshot_files(source)`` (uncommitted changes included),
+    committed and tagged ``tag``: what a ``git+file://`` install of that tag gets."""
+    files = snapshot_files(source)
     dest.mkdir(parents=True)
-    for rel in sorted(set(filter(None, listing.split("\0")))):
+    size = 0
+    for rel in files:
         path = source / rel
-        if not (path.is_file() or path.is_symlink()):
-            continue  # deleted in the working tree
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, dest / rel, follow_symlinks=False)
+        size += 0 if path.is_symlink() else path.stat().st_size
+    log(f"snapshot of {source}: {len(files)} files, {size / 1e6:.1f} MB, tagged {tag}")
     git = ["git", "-C", str(dest), "-c", "user.name=kvscale-ci", "-c", "user.email=ci@localhost"]
     git += ["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
     subprocess.run([*git, "init", "-q"], check=True, capture_output=True)
@@ -541,6 +616,7 @@ def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
 
 def make_venv(path: Path, python: str = sys.executable) -> Path:
     """A fresh virtual environment (``python -m venv``); returns its bin directory."""
+    log(f"creating a virtual environment in {path}")
     subprocess.run([python, "-m", "venv", str(path)], check=True, capture_output=True)
     return path / "bin"
 
@@ -661,8 +737,9 @@ def _install(name: str, world: World, scripts: list[str], env: dict[str, str]) -
     stdout = stderr = ""
     code = 0
     started = time.monotonic()
+    log(f"{name}: running the install step as written (pip's output follows)")
     for script in scripts:
-        result = _bash(script, environment(world, env, keep_home=True), world.repo)
+        result = _bash(script, environment(world, env, keep_home=True), world.repo, echo=name)
         stdout += result.stdout
         stderr += result.stderr
         if result.returncode:
@@ -850,8 +927,51 @@ def run_all(good: Path, broken: Path, workdir: Path, *, install: bool = False) -
             installed = installer(w, clone)
             outcomes.append(installed)
             if installed.ok:
+                log(f"{system}: running its scenarios with {bindir / 'kvscale'}")
                 outcomes += _scenarios(w, github=system == "github", gitlab=system == "gitlab")
     return outcomes
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived: the run stops, and its temporary directory (virtual
+    environments, snapshots: gigabytes) is removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextmanager
+def _interrupts_end_the_run() -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into ``Interrupted`` (SIGTERM and SIGHUP would otherwise
+    end the process at once, without any ``finally``: a CI cancel or a closed terminal left the
+    temporary directory behind)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    caught = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, stop) for signum in caught}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _clean_up(workdir: Path, *, keep: bool) -> None:
+    if keep:
+        print(f"kept {workdir}")
+        return
+    log(f"removing {workdir}")
+    # A second Ctrl-C must not leave half of it: the signals wait until it is gone.
+    caught = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, caught)
+    try:
+        shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, caught)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -867,15 +987,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="show every output")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="kvscale-ci-"))
+    log(f"working in {workdir} (removed at the end, also when interrupted; --keep keeps it)")
     try:
-        outcomes = run_all(
-            args.good.resolve(), args.broken.resolve(), workdir, install=args.install
-        )
-    finally:
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        with _interrupts_end_the_run():
+            outcomes = run_all(
+                args.good.resolve(), args.broken.resolve(), workdir, install=args.install
+            )
+    except Interrupted as stop:
+        log(f"interrupted ({stop.name})")
+        _clean_up(workdir, keep=args.keep)
+        return 128 + stop.signum
+    except BaseException:
+        _clean_up(workdir, keep=args.keep)
+        raise
+    _clean_up(workdir, keep=args.keep)
     failed = 0
     for outcome in outcomes:
         verdict = "ok  " if outcome.ok else "FAIL"
