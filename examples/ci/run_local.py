@@ -23,7 +23,10 @@ GitHub):
   with the job's variables;
 * pre-commit (``.pre-commit-hooks.yaml``): the files the hook's ``files`` pattern selects, passed
   to its ``entry`` (``tests/test_precommit.py`` runs the real ``pre-commit try-repo``);
-* the trap the templates avoid: ``kvscale inspect`` on the LFS pointer files exits 2.
+* the trap the templates avoid: ``kvscale inspect`` on the LFS pointer files exits 2;
+* the reusable action (``action.yml`` at the root, when run as ``run_local.py``/``run_local.sh``):
+  its composite steps' scripts as the runner runs them (``run_action``), with the inputs, on the
+  same checkpoints; with ``--install``, its own install step first, from the snapshot.
 
 Every read of a ``.safetensors`` file from the Hub must be a ranged GET (no weights downloaded).
 
@@ -68,6 +71,7 @@ GITHUB_FILE = HERE / "github-actions.yml"
 GITLAB_FILE = HERE / "gitlab-ci.yml"
 POLICY_FILE = HERE / "kvscale.toml"
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
+ACTION_FILE = REPO / "action.yml"
 GOOD_PATH = "examples/llm-compressor-fp8"
 BROKEN_PATH = "examples/broken"
 GOOD_POINTERS = "models/llm-compressor-fp8"
@@ -636,6 +640,171 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+# --- the reusable action (action.yml at the root): its composite steps as the runner runs them --
+
+_EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+@dataclass
+class ActionRun:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, dict[str, str]]
+    """Each step's outputs (``steps.ID.outputs``), by step id."""
+
+
+def action_inputs(given: dict[str, str], path: Path = ACTION_FILE) -> dict[str, str]:
+    """The inputs a step sees: ``given``, and each input's default where not given. A required
+    input that is missing, or one the action does not declare, is a usage error of the
+    workflow (GitHub warns of the latter; here it fails)."""
+    declared: dict[str, Any] = load_yaml(path).get("inputs") or {}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(f"inputs the action does not declare: {unknown}")
+    values: dict[str, str] = {}
+    for name, spec in declared.items():
+        if name in given:
+            values[name] = given[name]
+        elif spec.get("required") is True and "default" not in spec:
+            raise ValueError(f"required input {name!r} is missing")
+        else:
+            values[name] = str(spec.get("default", ""))
+    return values
+
+
+def _evaluate_action(text: str, context: dict[str, Any]) -> str:
+    """``${{ inputs.X }}``, ``${{ github.action_path }}`` and ``${{ steps.ID.outputs.X }}``:
+    the expressions the action may use (any other is an error here, so that the test notices
+    an expression it does not model)."""
+
+    def one(match: re.Match[str]) -> str:
+        parts = match.group(1).split(".")
+        if parts[0] == "inputs" and len(parts) == 2:
+            return str(context["inputs"][parts[1]])
+        if parts == ["github", "action_path"]:
+            return str(context["action_path"])
+        if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
+            return context["steps"].get(parts[1], {}).get(parts[3], "")
+        raise ValueError(f"unsupported expression in action.yml: {match.group(0)}")
+
+    return _EXPRESSION.sub(one, text)
+
+
+def run_action(
+    inputs: dict[str, str],
+    workspace: Path,
+    runner_temp: Path,
+    *,
+    env: dict[str, str] | None = None,
+    action_path: Path = REPO,
+    kvscale: Path | None = None,
+    echo: str | None = None,
+    only: tuple[str, ...] | None = None,
+) -> ActionRun:
+    """Run action.yml's composite steps as a runner does: each ``run:`` in ``bash --noprofile
+    --norc -eo pipefail`` in the workspace, its ``env:`` evaluated, ``GITHUB_OUTPUT`` read back
+    into ``steps.ID.outputs``; the first step that fails ends the run. ``kvscale``: skip the
+    install step and use this executable as its output (the install step then runs only in
+    ``--install`` runs, which need pip's package index); ``only``: the ids of the steps to
+    run."""
+    doc = load_yaml(action_path / "action.yml")
+    context: dict[str, Any] = {
+        "inputs": action_inputs(inputs, action_path / "action.yml"),
+        "action_path": action_path,
+        "steps": {},
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    base.update(env or {})
+    base.update(GITHUB_ACTIONS="true", CI="true", GITHUB_WORKSPACE=str(workspace))
+    base["RUNNER_TEMP"] = str(runner_temp)
+    stdout = stderr = ""
+    for index, step in enumerate(doc["runs"]["steps"]):
+        step_id = step.get("id", f"__{index}")
+        if kvscale is not None and step_id == "install":
+            context["steps"]["install"] = {"kvscale": str(kvscale)}
+            continue
+        if only is not None and step_id not in only:
+            continue
+        output_file = runner_temp / f"github-output-{index}"
+        output_file.write_text("")
+        step_env = {
+            k: _evaluate_action(str(v), context) for k, v in (step.get("env") or {}).items()
+        }
+        run_env = {**base, **step_env, "GITHUB_OUTPUT": str(output_file)}
+        result = _bash(step["run"], run_env, workspace, echo=echo)
+        stdout += result.stdout
+        stderr += result.stderr
+        outputs = dict(
+            line.split("=", 1) for line in output_file.read_text().splitlines() if "=" in line
+        )
+        context["steps"][step_id] = outputs
+        if result.returncode != 0:
+            return ActionRun(result.returncode, stdout, stderr, context["steps"])
+    return ActionRun(0, stdout, stderr, context["steps"])
+
+
+def action_scenarios(world: World, kvscale: Path | None, runner_temp: Path) -> list[Outcome]:
+    """The action on the passing and the failing checkpoint, remote and in the workspace."""
+    outcomes = []
+    for checkpoint, expected, remote in (
+        (world.hub_ref(HUB_GOOD), 0, True),
+        (world.hub_ref(HUB_BROKEN), 1, True),
+        (GOOD_PATH, 0, False),
+        (BROKEN_PATH, 1, False),
+    ):
+        world.server.reset()
+        shutil.rmtree(world.repo / "reports", ignore_errors=True)
+        result = run_action(
+            {"checkpoint": checkpoint, "junit": JUNIT_PATH},
+            world.repo,
+            runner_temp,
+            env=environment(world, {}),
+            kvscale=kvscale,
+        )
+        outcome = Outcome(
+            f"github-action {_label(checkpoint)}",
+            expected,
+            result.code,
+            result.stdout,
+            result.stderr,
+        )
+        if expected:
+            _expect_readable_failure(outcome, annotations=True)
+        _check_junit(outcome, world.repo / JUNIT_PATH, failing=bool(expected))
+        _check_ranged_reads(outcome, world, remote)
+        outcomes.append(_finish(outcome))
+    return outcomes
+
+
+def install_action(world: World, clone: Path, runner_temp: Path) -> tuple[Outcome, Path | None]:
+    """The action's own install step, from the snapshot: its kvscale, or None when it failed."""
+    log("github-action install: running the action's install step (pip's output follows)")
+    result = run_action(
+        {"checkpoint": "unused"},
+        world.repo,
+        runner_temp,
+        env=environment(world, {}, keep_home=True),
+        action_path=clone,
+        echo="github-action install",
+        only=("install",),
+    )
+    installed = result.outputs.get("install", {}).get("kvscale")
+    outcome = Outcome("github-action install", 0, result.code, result.stdout, result.stderr)
+    if not installed:
+        outcome.problems.append("the install step recorded no kvscale output")
+    elif not Path(installed).is_file():
+        outcome.problems.append(f"the install step's kvscale {installed} does not exist")
+    else:
+        bindir = Path(installed).parent
+        packages = installed_packages(bindir)
+        heavy = sorted(set(HEAVY_PACKAGES) & set(packages))
+        if heavy:
+            outcome.problems.append(f"the light install pulled {heavy}")
+        outcome.notes.append(f"{len(packages)} packages in {bindir.parent}")
+    return _finish(outcome), Path(installed) if outcome.ok else None
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -910,13 +1079,21 @@ def _scenarios(world: World, *, github: bool = True, gitlab: bool = True) -> lis
     return outcomes
 
 
-def run_all(good: Path, broken: Path, workdir: Path, *, install: bool = False) -> list[Outcome]:
+def run_all(
+    good: Path, broken: Path, workdir: Path, *, install: bool = False, action: bool = False
+) -> list[Outcome]:
     """Every scenario; with ``install``, each CI system's install step first, in its own fresh
-    virtual environment, and its scenarios with that environment's kvscale."""
+    virtual environment, and its scenarios with that environment's kvscale. ``action``: the
+    reusable action's scenarios too (with ``install``, after its own install step)."""
     if not install:
         with world(workdir, good, broken) as w:
             w.summary_file = workdir / "step-summary.md"
-            return _scenarios(w)
+            outcomes = _scenarios(w)
+            if action:
+                temp = workdir / "runner-temp"
+                temp.mkdir()
+                outcomes += action_scenarios(w, w.bindir / "kvscale", temp)
+            return outcomes
     requirement = gitlab_job()[0]["KVSCALE_PACKAGE"]
     clone = snapshot_source(workdir / "kvscale-src", requirement_tag(requirement))
     outcomes: list[Outcome] = []
@@ -929,6 +1106,15 @@ def run_all(good: Path, broken: Path, workdir: Path, *, install: bool = False) -
             if installed.ok:
                 log(f"{system}: running its scenarios with {bindir / 'kvscale'}")
                 outcomes += _scenarios(w, github=system == "github", gitlab=system == "gitlab")
+    if action:
+        temp = workdir / "action" / "runner-temp"
+        temp.mkdir(parents=True)
+        with world(workdir / "action", good, broken) as w:
+            installed_action, kvscale = install_action(w, clone, temp)
+            outcomes.append(installed_action)
+            if kvscale is not None:
+                log(f"github-action: running its scenarios with {kvscale}")
+                outcomes += action_scenarios(w, kvscale, temp)
     return outcomes
 
 
@@ -988,10 +1174,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="kvscale-ci-"))
     log(f"working in {workdir} (removed at the end, also when interrupted; --keep keeps it)")
+    # Every temporary file of the run (pip's builds, ensurepip's wheels) goes there too: a child
+    # killed on an interrupt cannot remove its own.
+    (workdir / "tmp").mkdir()
+    os.environ["TMPDIR"] = tempfile.tempdir = str(workdir / "tmp")
     try:
         with _interrupts_end_the_run():
             outcomes = run_all(
-                args.good.resolve(), args.broken.resolve(), workdir, install=args.install
+                args.good.resolve(),
+                args.broken.resolve(),
+                workdir,
+                install=args.install,
+                action=True,
             )
     except Interrupted as stop:
         log(f"interrupted ({stop.name})")

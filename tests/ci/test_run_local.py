@@ -8,7 +8,6 @@ SIGTERM (a CI cancel, a closed terminal) left the temporary directory, venvs and
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -16,24 +15,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from support.run_local import run_local
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LOCAL = ROOT / "examples" / "ci" / "run_local.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kvscale_ci_run_local_under_test", RUN_LOCAL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
-
-
-run_local = _load()
 
 
 def _git(repo: Path, *args: str) -> None:
