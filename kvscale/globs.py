@@ -86,6 +86,9 @@ _MAX_LENGTHS = 64
 the automaton (each length costs every name one lookup)."""
 
 
+_NO_LINKS: frozenset[int] = frozenset()
+
+
 def _lengths(literals: set[str]) -> tuple[int, ...]:
     return tuple(sorted({len(literal) for literal in literals}))
 
@@ -143,11 +146,15 @@ class GlobSet:
         self._block_final: list[bool] = []
         self._block_index: list[tuple[dict[str, list[Position]], list[Position]] | None] = []
         self._block_steps: list[dict[str, _Step]] = []
-        # Star sets: each is its parent grown by its own stars (a link); the chain of links
-        # from the first set to it says which followers start on each character.
-        self._star_ids: dict[frozenset[Position], int] = {}
-        self._star_sets: list[frozenset[Position]] = []
+        # Star sets: each is its parent grown by its own stars (a link), known by that, not by
+        # its content (a copy of thousands of stars per set would cost patterns x names); the
+        # chain of links from the first set to it says which followers start on a character.
+        self._star_children: dict[tuple[int, frozenset[Position]], int] = {}
+        self._star_own: list[frozenset[Position]] = []
         self._star_chain: list[tuple[int, ...]] = []
+        self._chain_links: list[frozenset[int]] = []
+        self._added_by: dict[Position, set[int]] = {}
+        """The links that hold a star: whether a set has it is one intersection."""
         self._star_final: list[bool] = []
         self._link_index: list[tuple[dict[str, list[Position]], list[Position]] | None] = []
         self._link_steps: list[dict[str, _Step]] = []
@@ -194,20 +201,23 @@ class GlobSet:
             self._block_steps.append({})
         return found, tuple(stars)
 
-    def _grow(self, sid: int, stars: list[Position]) -> int:
-        """Star set ``sid`` (-1: none) grown by ``stars``."""
-        have = self._star_sets[sid] if sid >= 0 else frozenset()
-        own = frozenset(stars) - have
+    def _grow(self, sid: int, stars: Iterable[Position]) -> int:
+        """Star set ``sid`` (-1: none) grown by those of ``stars`` it does not hold."""
+        links = self._chain_links[sid] if sid >= 0 else frozenset()
+        own = frozenset(st for st in stars if not (self._added_by.get(st, _NO_LINKS) & links))
         if not own:
             return sid
-        key = have | own
-        found = self._star_ids.get(key)
+        found = self._star_children.get((sid, own))
         if found is not None:
             return found
-        new = len(self._star_sets)
-        self._star_ids[key] = new
-        self._star_sets.append(key)
-        self._star_chain.append((self._star_chain[sid] if sid >= 0 else ()) + (new,))
+        new = len(self._star_own)
+        self._star_children[(sid, own)] = new
+        self._star_own.append(own)
+        chain = (self._star_chain[sid] if sid >= 0 else ()) + (new,)
+        self._star_chain.append(chain)
+        self._chain_links.append(frozenset(chain))
+        for star in own:
+            self._added_by.setdefault(star, set()).add(new)
         # A final star takes the rest of the name, whatever it is: stop reading.
         self._star_final.append(
             (sid >= 0 and self._star_final[sid])
@@ -314,7 +324,8 @@ class GlobSet:
     def _restart(self, state: int) -> int:
         """Drop every cached state, block and star set but ``state``'s."""
         sid = self._state_stars[state]
-        stars = self._star_sets[sid] if sid >= 0 else frozenset()
+        chain = self._star_chain[sid] if sid >= 0 else ()
+        stars = frozenset(star for link in chain for star in self._star_own[link])
         positions = [pos for b in self._state_blocks[state] for pos in self._blocks[b]]
         self._reset()
         return self._state_of(stars, positions)

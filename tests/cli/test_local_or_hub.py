@@ -7,6 +7,7 @@ and when the Hub cannot answer, the error names both readings.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from support.hub_server import HubServer
 from typer.testing import CliRunner
 
 from kvscale.cli import app
+from kvscale.io.remote import source as remote_source
+from kvscale.io.remote.http import RemoteOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -72,6 +75,9 @@ def test_no_connection_names_both_readings(
     """The report in the issue: 'connection failed' and nothing about the local path."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard: nothing listens
+    # (Refused connections are retried with backoff, seconds by default: one quick retry here.)
+    fast = functools.partial(RemoteOptions, retries=1, backoff=0.01)
+    monkeypatch.setattr(remote_source, "RemoteOptions", fast)
     err = _one_line(runner.invoke(app, ["inspect", "typo/model"]))
     assert err.startswith(
         "kvscale: error: typo/model: no local file or directory of that name (nor 'typo'), and "

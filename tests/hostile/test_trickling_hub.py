@@ -29,7 +29,7 @@ runner = CliRunner()
 def _inspect_trickled(hub: HubServer, hostile: Hostile, monkeypatch: pytest.MonkeyPatch) -> Any:
     hub.add_repo("org/repo", ROOT / "examples" / "modelopt-fp8")
     hub.hostile = hostile
-    monkeypatch.setenv("KVSCALE_REMOTE_READ_SECONDS", "2")
+    monkeypatch.setenv("KVSCALE_REMOTE_READ_SECONDS", "1")
     start = time.monotonic()
     with cpu_seconds(30):  # (its wall-clock guard: before, this ran for minutes)
         result = runner.invoke(app, ["inspect", "hf://org/repo"])
@@ -44,10 +44,10 @@ def test_a_body_sent_a_byte_at_a_time_ends_at_the_deadline(
     assert result.stdout == ""
     err = result.stderr
     assert err.startswith(f"kvscale: error: {hub.url}/org/repo/resolve/") and err.count("\n") == 1
-    assert "/config.json: no complete answer within 2 s; " in err
+    assert "/config.json: no complete answer within 1 s; " in err
     assert "bytes of the answer came" in err
     assert (
-        "(limit remote-read-seconds = 2 seconds for one remote read (its redirects, retries and "
+        "(limit remote-read-seconds = 1 seconds for one remote read (its redirects, retries and "
         "whole answer); set KVSCALE_REMOTE_READ_SECONDS to raise it)" in err
     )
     assert elapsed < 8, elapsed
@@ -61,7 +61,7 @@ def test_a_status_line_sent_a_byte_at_a_time_ends_at_the_deadline(
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(
         f"kvscale: error: {hub.url}/api/models/org/repo/revision/main: no complete answer "
-        "within 2 s (the server is too slow, or sends its answer a little at a time)"
+        "within 1 s (the server is too slow, or sends its answer a little at a time)"
     )
     assert elapsed < 8, elapsed
 
