@@ -7,9 +7,8 @@ reports medians of:
   (batch 1) under ``torch.inference_mode()``: the yardstick;
 * ``forward_labels``: the same with ``labels=ids`` (the loss evaluate_model reads), for
   reference;
-* ``eval_unquantized``: ``evaluate_model(variants=("unquantized",))``, the model's own K/V, with
-  the per-layer round-trip statistics taken on them (quantize plus dequantize of every K/V
-  call), the reference log-probabilities kept for the KL;
+* ``eval_unquantized``: ``evaluate_model`` with no variant, the model's own K/V (the reference
+  run), the reference log-probabilities kept for the KL;
 * ``eval_unq+fp8`` / ``eval_unq+unit``: ``("unquantized", "fp8")`` / ``("unquantized",
   "unit_scales")``; the ``fp8`` and ``unit_scales`` variants cost the difference to
   ``eval_unquantized``, taken run by run (paired), then the median;
@@ -71,8 +70,9 @@ from bench_calibrate import (
 
 from kvscale.kernel.formats import E4M3FN
 from kvscale.kernel.reference import quantize_to_bits
+from kvscale.kernel.roundtrip import QuantizeFn, fp8_roundtrip
 from kvscale.model.capture import capture_kv_amax
-from kvscale.model.evaluate import QuantizeFn, evaluate_model
+from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model
 from kvscale.model.load import LoadedModel, load_model
 
 BLOCK_SIZE = 16
@@ -110,6 +110,29 @@ def choose_quantize(device: str) -> tuple[QuantizeFn, str]:
     return triton_quantize(), "kvscale.kernel.triton_cache.reshape_and_cache_flash (Triton)"
 
 
+def cache_variants(
+    scales: dict[str, Any], quantize: QuantizeFn, names: tuple[str, ...]
+) -> list[CacheVariant]:
+    """verify's variants: ``fp8`` at the calibrated scales, ``unit_scales`` at 1.0 (the
+    reference run, ``unquantized``, always runs)."""
+
+    def tensor(value: Any) -> torch.Tensor:
+        return torch.tensor(list(value) if isinstance(value, tuple) else [value])
+
+    out = []
+    for name in names:
+        if name == "unquantized":
+            continue
+        layers = {}
+        for layer, (k, v) in scales.items():
+            ks, vs = (tensor(k), tensor(v)) if name == "fp8" else (tensor(1.0), tensor(1.0))
+            layers[layer] = LayerCodec(
+                fp8_roundtrip(ks, E4M3FN, quantize), fp8_roundtrip(vs, E4M3FN, quantize)
+            )
+        out.append(CacheVariant(name, layers))
+    return out
+
+
 def eval_fn(
     loaded: LoadedModel,
     samples: list[tuple[int, ...]],
@@ -117,7 +140,8 @@ def eval_fn(
     quantize: QuantizeFn,
     variants: tuple[str, ...],
 ) -> Callable[[], object]:
-    return lambda: evaluate_model(loaded, samples, scales, quantize=quantize, variants=variants)
+    chosen = cache_variants(scales, quantize, variants)
+    return lambda: evaluate_model(loaded, samples, chosen)
 
 
 CONFIGS = {
@@ -181,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         fns[name] = eval_fn(loaded, samples, scales, quantize, variants)
     # Warm-up (allocator, kernel compilation, the Triton plan) on one sample.
     for variants in CONFIGS.values():
-        evaluate_model(loaded, samples[:1], scales, quantize=quantize, variants=variants)
+        evaluate_model(loaded, samples[:1], cache_variants(scales, quantize, variants))
     forward_fn(loaded, samples[:1])()
 
     times, cpu = run_interleaved(fns, args.runs, args.device)

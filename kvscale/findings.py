@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kvscale.conventions import Convention, layer_sort_key
+from kvscale.cache_formats import ScaleUse
+from kvscale.conventions import Convention, layer_index, layer_sort_key
 from kvscale.engine.base import (
     EnginePath,
     EngineSettings,
@@ -111,12 +112,13 @@ def layer_problems(
                 )
         out.extend(_duplicate_problems(layer))
         inert = layer.rule in (Rule.ERROR, Rule.UNQUANTIZED)
-        values, changes = _value_problems(layer, settings, ignored_only=inert)
+        layer_settings = settings.for_layer(layer.cache) if layer.cache else settings
+        values, changes = _value_problems(layer, layer_settings, ignored_only=inert)
         out.extend(values)
         rounded.extend(changes)
-        if inert or settings.engine_path is EnginePath.NONE or not settings.uses_kv_scales:
+        if inert or settings.engine_path is EnginePath.NONE or not layer_settings.uses_kv_scales:
             continue
-        out.extend(_coverage_problems(layer, settings))
+        out.extend(_coverage_problems(layer, layer_settings))
     rounding = None
     if rounded:
         rounding = Rounding(settings.scale_dtype, len(rounded), max(rounded))
@@ -189,10 +191,17 @@ def _value_problems(
     out: list[Problem] = []
     rounded: list[float] = []
     target = settings.scale_dtype
+    # An MLA layer's cache write and reads use the k scale alone (its v_scale is resolved but
+    # never read: v-scale-unused).
+    latent = layer.cache is not None and layer.cache.latent
     for kind, src in layer.sources.items():
         if src.values is None or not kind.endswith("_scale"):
             continue
-        used = kind in layer.used_from_checkpoint and not ignored_only
+        used = (
+            kind in layer.used_from_checkpoint
+            and not ignored_only
+            and not (latent and kind == "v_scale")
+        )
         fallback = _fallback_text(layer, kind)
         for i, raw in enumerate(src.values):
             where = f"{src.tensor}" + (f"[{i}]" if len(src.values) > 1 else "")
@@ -423,9 +432,16 @@ def model_problems(
                 "loads uses 1.0",
             )
         )
+    out.extend(_cache_problems(layers, settings, any_sources))
+    model_use = next(
+        (lay.cache.scale_use for lay in layers if lay.cache and not lay.cache.skipped_by), None
+    )
     if (
         any_sources
         and not settings.uses_kv_scales
+        # the layers the dtype applies to keep an unquantized cache (not a format that reads
+        # no scales, nor every layer kept out by the skip list: layers-kept-unquantized)
+        and model_use is ScaleUse.NONE
         and settings.refusal is None
         and settings.engine_path is not EnginePath.NONE
     ):
@@ -475,6 +491,107 @@ def model_problems(
                 "no-attention-layers",
                 "no attention layer found in config.json or the weight names: this does not "
                 "look like a model checkpoint",
+            )
+        )
+    return out
+
+
+def _cache_problems(
+    layers: Sequence[ResolvedLayer], settings: EngineSettings, any_sources: bool
+) -> list[Problem]:
+    """What each layer's KV cache does with the checkpoint's scales, where it is not the plain
+    per-tensor divide: layers kept unquantized, self-scaled formats, MLA's unread v_scale, and
+    skip entries that match nothing."""
+    out: list[Problem] = []
+    # A skipped layer a sparse MLA backend serves as fp8_ds_mla after all is not kept
+    # unquantized (its format says so).
+    kept = [
+        lay
+        for lay in layers
+        if lay.cache is not None
+        and lay.cache.skipped_by
+        and lay.cache.scale_use is ScaleUse.NONE
+        and lay.rule is not Rule.ERROR
+    ]
+    if kept:
+        reasons = sorted(
+            {lay.cache.skipped_by for lay in kept if lay.cache and lay.cache.skipped_by}
+        )
+        scaled = [lay.name for lay in kept if any(k in lay.sources for k in ("k_scale", "v_scale"))]
+        out.append(
+            problem(
+                "layers-kept-unquantized",
+                f"{len(kept)} of {len(layers)} layers keep a {settings.model_dtype} KV cache "
+                f"({_names([lay.name for lay in kept])}; {'; '.join(reasons)})"
+                + (f"; the k/v scales of {len(scaled)} of them are not read" if scaled else ""),
+                kept[0].name if len(kept) == 1 else None,
+                layers=tuple(lay.name for lay in kept),
+            )
+        )
+    in_cache = [
+        lay
+        for lay in layers
+        if lay.cache is not None
+        and not lay.cache.skipped_by
+        and lay.cache.scale_use is ScaleUse.IN_CACHE
+        and lay.rule is not Rule.ERROR
+    ]
+    if in_cache and any_sources:
+        fmt = in_cache[0].cache.format if in_cache[0].cache else None
+        out.append(
+            problem(
+                "scales-in-cache",
+                f"--kv-cache-dtype {in_cache[0].cache.kv_cache_dtype if in_cache[0].cache else ''} "
+                f"({fmt.title if fmt else ''}) computes its scales when K/V are written; the "
+                f"checkpoint's k/v scales of {len(in_cache)} layers are not read",
+                layers=tuple(lay.name for lay in in_cache),
+            )
+        )
+    unread_v = [
+        lay.name
+        for lay in layers
+        if lay.cache is not None
+        and lay.cache.latent
+        and lay.cache.scale_use.reads_checkpoint
+        and "v_scale" in lay.sources
+    ]
+    if unread_v:
+        out.append(
+            problem(
+                "v-scale-unused",
+                f"{len(unread_v)} MLA layers hold a v_scale ({_names(unread_v)}) that the latent "
+                "cache never reads: only k_scale divides the [kv_c | k_pe] row",
+                unread_v[0] if len(unread_v) == 1 else None,
+                layers=tuple(unread_v),
+            )
+        )
+    indices = {str(i) for lay in layers if (i := layer_index(lay.name)) is not None}
+    for entry in settings.skip_layers:
+        if entry == "sliding_window":
+            if any(
+                lay.cache is not None
+                and lay.cache.skipped_by
+                and "sliding_window" in lay.cache.skipped_by
+                for lay in layers
+            ):
+                continue
+            why = (
+                "MLA layers ignore it"
+                if any(lay.cache is not None and lay.cache.latent for lay in layers)
+                else "no layer of this model has a sliding window"
+            )
+        elif entry in indices:
+            continue
+        else:
+            why = (
+                "vLLM compares str(layer index), so a padded or combined entry never matches"
+                if entry.strip("0123456789, ") == "" and entry
+                else f"no layer has index {entry}"
+            )
+        out.append(
+            problem(
+                "skip-entry-matches-nothing",
+                f"--kv-cache-dtype-skip-layers entry {entry!r} matches no attention layer ({why})",
             )
         )
     return out

@@ -48,6 +48,8 @@ class Policy:
             return False
         if item.severity is Severity.ERROR:
             return True
+        if item.severity is Severity.INFO:
+            return item.code in self.fail_on
         return self.strict or item.code in self.fail_on
 
     def failing(self, problems: Iterable[Problem]) -> list[Problem]:
@@ -106,6 +108,9 @@ POLICY_KEYS: Mapping[str, str] = {
     "platform": "default for --platform (ocp or fnuz)",
     "model_dtype": "default for --model-dtype",
     "attention_backend": "default for --attention-backend",
+    "kv_cache_dtype_skip_layers": "default for --kv-cache-dtype-skip-layers (a list, or "
+    "comma-separated text)",
+    "gpu_arch": "default for --gpu-arch",
     "max_rel_change": "default for kvscale diff --max-rel-change",
 }
 
@@ -213,10 +218,24 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
         # Within one file there is no "later wins": a code in both lists is a mistake.
         raise UsageError(f"{path}: {', '.join(both)} in both fail_on and allow")
 
-    values: dict[str, str] = {}
-    for key in ("engine", "kv_cache_dtype", "platform", "model_dtype", "attention_backend"):
+    values: dict[str, object] = {}
+    for key in (
+        "engine",
+        "kv_cache_dtype",
+        "platform",
+        "model_dtype",
+        "attention_backend",
+        "kv_cache_dtype_skip_layers",
+        "gpu_arch",
+    ):
         if key in table:
-            values[key] = _string_value(path, key, table[key])
+            raw = table[key]
+            if key == "kv_cache_dtype_skip_layers" and isinstance(raw, list):
+                if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in raw):
+                    raise UsageError(f"{path}: {key} must be a list of layer indices or names")
+                values[key] = tuple(str(x) for x in raw)
+            else:
+                values[key] = _string_value(path, key, raw)
             try:
                 EngineOptions(**{key: values[key]})  # type: ignore[arg-type]
             except UsageError as exc:

@@ -13,6 +13,9 @@ from enum import Enum
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"
+    """A fact worth knowing that is not a defect (a self-scaled format does not read the
+    checkpoint's scales): reported, never fails a run unless named in ``--fail-on``."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def _codes(*entries: ProblemCode) -> dict[str, ProblemCode]:
     return {e.code: e for e in entries}
 
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
@@ -152,6 +155,77 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "quantized one, so the engine ignores them.",
         "Serve with --kv-cache-dtype fp8 (fp8 and quark checkpoints default to an unquantized "
         "cache); pass the same --kv-cache-dtype to kvscale.",
+    ),
+    ProblemCode(
+        "scales-not-loaded",
+        E,
+        "The engine's loader never places the checkpoint's k/v scales on this layer, so the KV "
+        "cache runs at 1.0 although the checkpoint was calibrated: vLLM's DeepSeek-family "
+        "loaders rewrite every scale name with the cache-scale mapper before the MLA-aware "
+        "remap can match it, and only ModelOpt configs create scale parameters on MLA layers; "
+        "some SGLang loaders give a layer no KV method or drop the names.",
+        "No checkpoint name reaches the layer under this engine (kvscale normalize says so): "
+        "measure what 1.0 costs with kvscale verify --data, serve with an engine that loads "
+        "the scales (kvscale inspect --engine sglang), or --allow scales-not-loaded.",
+    ),
+    ProblemCode(
+        "scales-in-cache",
+        INFO,
+        "The KV-cache dtype keeps its own scales in the cache (per token and head, per tile or "
+        "per block, computed when K/V are written): the checkpoint's k/v scales are not read.",
+        "Nothing to fix. To serve with the checkpoint's scales, choose an FP8 per-tensor dtype "
+        "(kvscale plan compares them).",
+    ),
+    ProblemCode(
+        "layers-kept-unquantized",
+        INFO,
+        "--kv-cache-dtype-skip-layers (or a format's own boundary layers, e.g. TurboQuant's "
+        "first and last two) keeps these layers' KV cache in the model dtype: their k/v scales "
+        "are not read.",
+        "Nothing to fix; each such layer costs the model dtype's bytes per token.",
+    ),
+    ProblemCode(
+        "skip-entry-matches-nothing",
+        W,
+        "A --kv-cache-dtype-skip-layers entry matches no attention layer: vLLM compares it "
+        "with str(layer index) (so '01' or ' 1' never match) or with 'sliding_window', which "
+        "matches only layers with a sliding window and which MLA layers ignore.",
+        "Give plain layer indices (vLLM: --kv-cache-dtype-skip-layers 0 31) or sliding_window.",
+    ),
+    ProblemCode(
+        "v-scale-unused",
+        INFO,
+        "An MLA layer caches one latent row per token ([kv_c | k_pe]), written and read with "
+        "the k scale alone: the checkpoint's v_scale is resolved but never read.",
+        "Nothing to fix; calibrate writes k = v = max(amax(kv_c), amax(k_pe)) / 448.",
+    ),
+    ProblemCode(
+        "backend-refuses-scale",
+        E,
+        "The chosen attention backend raises on a k or q scale other than 1.0 (vLLM's "
+        "CUTLASS_MLA: 'does not support scaling for q and kv_latent yet' at the first decode).",
+        "Serve with a backend that reads the scale (vLLM FLASHMLA, TRITON_MLA), or with 1.0.",
+    ),
+    ProblemCode(
+        "backend-unsupported-dtype",
+        E,
+        "No attention backend can run these layers with their KV-cache dtype: the one chosen "
+        "with --attention-backend refuses it (vLLM's validate_configuration: the dtype, or the "
+        "head size, GPU or model kind it needs with it), or, without the flag, no backend of "
+        "the engine takes this dtype for this model (fp8_ds_mla on a model without MLA, "
+        "Octave on an NVIDIA GPU). The engine refuses to start.",
+        "Choose a backend that runs the dtype (kvscale inspect names them), or another "
+        "--kv-cache-dtype.",
+    ),
+    ProblemCode(
+        "no-in-tree-backend",
+        W,
+        "No attention backend in the engine's own code runs this KV-cache dtype: the engine "
+        "starts only with a platform plugin that brings one (vLLM's fp8_inc: Intel Gaudi's "
+        "vllm-gaudi). kvscale resolves the scales by the engine's rules, but what the "
+        "plugin's cache write does with them is not in the engine's code.",
+        "Serve with the plugin and check what its cache write reads, or choose a dtype an "
+        "in-tree backend runs (fp8 for a per-tensor FP8 cache).",
     ),
     ProblemCode(
         "scales-without-quant-config",
@@ -411,6 +485,16 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Compare both with kvscale diff TARGET DIR/checkpoint.",
     ),
     ProblemCode(
+        "calibrated-scales-not-loaded",
+        W,
+        "calibrate: the engine's loader takes no checkpoint name for these layers' k/v scales "
+        "(vLLM 0.33.0's DeepSeek-family loaders, for MLA layers), so it runs them at 1.0 "
+        "whatever a checkpoint holds: kv_scales.json/.safetensors hold the calibrated values, "
+        "and a --checkpoint copy carries no scale for these layers.",
+        "Serve with an engine that loads them (kvscale calibrate --engine sglang writes "
+        "self_attn.k_proj.k_scale), or measure what 1.0 costs: kvscale verify DIR --data FILE.",
+    ),
+    ProblemCode(
         "json-scales-disagree",
         W,
         "normalize --format sglang-json: SGLang's --quantization-param-path file holds one scale "
@@ -438,9 +522,13 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
         "kv-dtype-promoted",
         W,
-        "normalize: the effective KV-cache dtype does not use k/v scales, so the values written "
-        "are those of --kv-cache-dtype fp8 (loading the copy is unchanged).",
-        "Pass the --kv-cache-dtype you serve with to silence this.",
+        "normalize: the effective KV-cache dtype reads no k/v scales (unquantized, or a format "
+        "that computes its own scales when K/V are written, such as the per-token-head ones), "
+        "or the skip list keeps some layers unquantized; the values written for those layers "
+        "are those of --kv-cache-dtype fp8 (or the layer's dtype without the skip list), so "
+        "loading the copy is unchanged and the calibrated scales stay in it.",
+        "Normalize for the --kv-cache-dtype you serve with; a dtype that computes its own "
+        "scales has nothing to normalize.",
     ),
     ProblemCode(
         "default-made-explicit",

@@ -205,3 +205,20 @@ def fast() -> Any:
         max_retry_wait=0.5,
         retry_budget=1.0,
     )
+
+
+@pytest.fixture(scope="session")
+def mla_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Tiny random MLA models (``support.models.MLA_KINDS``), each saved once per session:
+    ``mla_model_dir("deepseek_v3")`` -> its directory. Needs transformers (the caller skips)."""
+    built: dict[str, Path] = {}
+    root = tmp_path_factory.mktemp("mla-models")
+
+    def get(kind: str) -> Path:
+        if kind not in built:
+            from support.models import save_tiny
+
+            built[kind] = save_tiny(kind, root / kind)
+        return built[kind]
+
+    return get

@@ -314,17 +314,6 @@ def test_hybrid_model_calibrates_only_its_attention_layers(models: Any) -> None:
     assert all(s.reason == "no KV cache (not an attention layer)" for s in lm.skipped)
 
 
-def test_mla_is_refused(tmp_path: Path) -> None:
-    path = save_tiny("deepseek_v3", tmp_path / "mla")
-    with pytest.raises(UnsupportedModelError) as info:
-        load_model(path)
-    assert info.value.message == (
-        f"{path}: DeepseekV3Config uses multi-head latent attention (kv_lora_rank=16): the engine "
-        "caches a compressed latent, which transformers never materializes, so its scales cannot "
-        "be calibrated here"
-    )
-
-
 def test_attention_that_bypasses_the_interface_is_refused(tmp_path: Path) -> None:
     """A layer that writes its cache but computes attention itself must not be calibrated from
     a tensor the engine would not cache."""

@@ -1,6 +1,6 @@
-"""``verify --model`` evaluation (kvscale.model.evaluate): the KV replacement is exact, the
-unquantized loss is the model's own to the bit, per-layer statistics are those of the real K/V,
-and captured activations round-trip."""
+"""The model run with a quantized cache (kvscale.model.evaluate): the K/V replacement is exact,
+the unquantized loss is the model's own to the bit, and captured activations are the model's own
+K/V (the tensors verify's per-layer statistics and plan's candidates are computed on)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ torch = pytest.importorskip("torch")
 
 from support.models import random_samples, save_tiny  # noqa: E402
 
+from kvscale.core.verify.stats import kind_stats  # noqa: E402
 from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
 from kvscale.kernel.formats import E4M3FN  # noqa: E402
 from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
+from kvscale.kernel.roundtrip import fp8_roundtrip  # noqa: E402
 from kvscale.model.capture import capture_kv_amax, capture_with_cache  # noqa: E402
-from kvscale.model.evaluate import evaluate_model  # noqa: E402
+from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model  # noqa: E402
 from kvscale.model.hook import RecordingCache, cache_kwarg_name  # noqa: E402
 from kvscale.model.load import LoadedModel, load_model  # noqa: E402
 from kvscale.progress import ProgressEvent  # noqa: E402
@@ -49,6 +51,35 @@ def calibrated(
 ) -> dict[str, Any]:
     scales = capture_kv_amax(lm, data, strategy=strategy).scales()
     return {name: (k, v) for name, (k, v) in scales.items()}
+
+
+def _scale(value: Any) -> Any:
+    values = list(value) if isinstance(value, tuple) else [value]
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def fp8_variants(
+    scales: dict[str, Any],
+    quantize: Any = QUANTIZE,
+    names: tuple[str, ...] = ("fp8", "unit_scales"),
+) -> list[CacheVariant]:
+    """``fp8``: every layer at its scales; ``unit_scales``: every layer at 1.0 (verify's)."""
+    out = []
+    for name in names:
+        layers = {}
+        for layer, (k, v) in scales.items():
+            ks, vs = (_scale(k), _scale(v)) if name == "fp8" else (_scale(1.0), _scale(1.0))
+            layers[layer] = LayerCodec(
+                fp8_roundtrip(ks, E4M3FN, quantize), fp8_roundtrip(vs, E4M3FN, quantize)
+            )
+        out.append(CacheVariant(name, layers))
+    return out
+
+
+def stats_of(x: Any, scale: float) -> Any:
+    """verify's statistics (kvscale.core.verify.stats) of K or V at one per-tensor scale."""
+    s = _scale(scale)
+    return kind_stats(x, QUANTIZE(x, s), s, "fp8", E4M3FN, scale, None, "model")
 
 
 @pytest.fixture
@@ -99,7 +130,7 @@ def recording_quantize(calls: list[tuple[Any, Any, Any]]) -> Any:
 def test_unquantized_loss_is_the_models_own_to_the_bit(request: Any, fixture: str) -> None:
     lm = request.getfixturevalue(fixture)
     data = samples((17,))
-    result = evaluate_model(lm, data, calibrated(lm, data), quantize=QUANTIZE)
+    result = evaluate_model(lm, data, fp8_variants(calibrated(lm, data)))
     ids = torch.tensor([data[0]])
     with torch.inference_mode():
         own = lm.model(input_ids=ids, labels=ids).loss
@@ -119,21 +150,19 @@ def test_attention_sees_fp8_bytes_times_scale(
     scales = calibrated(lm, data, strategy)
     spy = spy(lm)
     calls: list[tuple[Any, Any, Any]] = []
-    evaluate_model(
-        lm, data, scales, quantize=recording_quantize(calls), variants=("unquantized", "fp8")
-    )
+    evaluate_model(lm, data, fp8_variants(scales, recording_quantize(calls), ("fp8",)))
     n = len(lm.layers)
-    # One sample: the unquantized run quantizes K and V of every layer for its statistics
-    # (2n calls) and leaves the attention inputs alone; the fp8 run replaces them (2n calls).
-    assert len(calls) == 4 * n and len(spy) == 2 * n
+    # One sample: the unquantized run leaves the attention inputs alone; the fp8 run replaces
+    # K and V of every layer (2n calls).
+    assert len(calls) == 2 * n and len(spy) == 2 * n
     unq_seen, fp8_seen = spy[:n], spy[n:]
     for i, (layer, (module, k_unq, v_unq), (_, k_fp8, v_fp8)) in enumerate(
         zip(lm.layers, unq_seen, fp8_seen, strict=True)
     ):
         assert module.layer_idx == layer.layer_idx
         for kind, x_unq, x_fp8, call in (
-            ("k", k_unq, k_fp8, calls[2 * n + 2 * i]),
-            ("v", v_unq, v_fp8, calls[2 * n + 2 * i + 1]),
+            ("k", k_unq, k_fp8, calls[2 * i]),
+            ("v", v_unq, v_fp8, calls[2 * i + 1]),
         ):
             x, scale, bits = call
             # The quantizer got this layer's scale and the K/V the model computed in this run,
@@ -148,11 +177,10 @@ def test_attention_sees_fp8_bytes_times_scale(
             deq = (bits.view(torch.float8_e4m3fn).float() * s).to(x.dtype)
             assert torch.equal(x_fp8[0].transpose(0, 1), deq), (layer.engine_name, kind)
             assert x_fp8.dtype == x_unq.dtype == lm.model.dtype
-        # The first layer's input does not depend on any replacement: both runs quantize the
-        # same tensor, and the unquantized run's statistics call saw it unchanged.
+        # The first layer's input does not depend on any replacement: the fp8 run quantizes
+        # the tensor the unquantized run saw.
         if i == 0:
             assert torch.equal(calls[0][0], k_unq[0].transpose(0, 1))
-            assert torch.equal(calls[2 * n][0], calls[0][0])
 
 
 def test_unit_scales_variant_quantizes_at_one(llama: LoadedModel) -> None:
@@ -161,26 +189,24 @@ def test_unit_scales_variant_quantizes_at_one(llama: LoadedModel) -> None:
     evaluate_model(
         llama,
         data,
-        calibrated(llama, data),
-        quantize=recording_quantize(calls),
-        variants=("unit_scales",),
+        fp8_variants(calibrated(llama, data), recording_quantize(calls), ("unit_scales",)),
     )  # the unquantized reference runs anyway
     n = len(llama.layers)
-    assert len(calls) == 4 * n
-    assert all(scale.tolist() == [1.0] for _, scale, _ in calls[2 * n :])
+    assert len(calls) == 2 * n
+    assert all(scale.tolist() == [1.0] for _, scale, _ in calls)
 
 
-# --- per-layer statistics and activations ----------------------------------------------------
+# --- activations -----------------------------------------------------------------------------
 
 
-def test_layer_statistics_are_those_of_the_real_kv(llama: LoadedModel, tmp_path: Path) -> None:
+def test_activations_are_the_models_own_kv(llama: LoadedModel, tmp_path: Path) -> None:
     data = samples((12, 7))
     scales = calibrated(llama, data)
     name0 = llama.layers[0].engine_name
     k0, v0 = scales[name0]
     scales[name0] = (k0 / 128, v0)  # one layer's k scale 128x too small
     out = tmp_path / "act.safetensors"
-    result = evaluate_model(llama, data, scales, quantize=QUANTIZE, activations_out=out)
+    result = evaluate_model(llama, data, fp8_variants(scales), activations_out=out)
     assert result.activations_path == str(out)
     # The saved activations are the cache oracle's K/V, concatenated over samples.
     from safetensors.torch import load_file
@@ -198,31 +224,23 @@ def test_layer_statistics_are_those_of_the_real_kv(llama: LoadedModel, tmp_path:
             )
             llama.model(input_ids=ids, use_cache=True, **{cache_kwarg_name(llama.model): cache})
     amax = capture_with_cache(llama, data)
-    for layer, stats in zip(llama.layers, result.layers, strict=True):
+    stats = {}
+    for layer in llama.layers:
         k = torch.cat([kk[0].transpose(0, 1) for kk, _ in oracle[layer.layer_idx]])
         v = torch.cat([vv[0].transpose(0, 1) for _, vv in oracle[layer.layer_idx]])
         assert torch.equal(saved[f"{layer.engine_name}.k"], k) and k.shape == (19, 2, 16)
         assert torch.equal(saved[f"{layer.engine_name}.v"], v)
         assert saved[f"{layer.engine_name}.k"].dtype == torch.float32  # the model dtype: lossless
-        # absmax is calibrate's amax (same tensors); the rest follows verify's definitions.
-        assert (stats.k.absmax, stats.v.absmax) == amax[layer.engine_name]
-        for kind, x, got in (("k", k, stats.k), ("v", v, stats.v)):
-            scale = torch.tensor([scales[layer.engine_name][0 if kind == "k" else 1]])
-            y = x / scale
-            deq = QUANTIZE(x, scale).view(torch.float8_e4m3fn).float() * scale
-            nonzero = x != 0
-            assert got.values == x.numel() and got.nonfinite == 0
-            # e4m3fn clips past 464 (448 + half its ulp); below, values round to 448 anyway.
-            assert got.saturated == int((y.abs() > 464).sum()) / x.numel()
-            assert got.underflow == int(((deq == 0) & nonzero).sum()) / int(nonzero.sum())
-            err = math.sqrt(
-                float((deq.double() - x.double()).pow(2).sum()) / float(x.double().pow(2).sum())
-            )
-            assert got.rel_rms_error == pytest.approx(err, rel=1e-12)
-    bad = result.layers[0].k
-    assert bad.saturated > 0.1 and bad.rel_rms_error > 0.3
-    assert result.layers[0].v.saturated == 0.0
-    assert result.layers[1].k.saturated == 0.0
+        k_scale, v_scale = scales[layer.engine_name]
+        stats[layer.engine_name] = (stats_of(k, k_scale), stats_of(v, v_scale))
+        # The saved K/V are calibrate's tensors: their absmax is calibrate's amax.
+        assert (stats[layer.engine_name][0].absmax, stats[layer.engine_name][1].absmax) == amax[
+            layer.engine_name
+        ]
+    bad_k, good_v = stats[name0]
+    assert bad_k.saturated > 0.1 and bad_k.rel_rms_error > 0.3
+    assert good_v.saturated == 0.0
+    assert stats[llama.layers[1].engine_name][0].saturated == 0.0
     fp8 = result.variant("fp8")
     assert fp8.kl_mean > 0 and fp8.kl_max >= fp8.kl_mean
     assert result.tokens == 19 and fp8.tokens == 17
@@ -230,13 +248,9 @@ def test_layer_statistics_are_those_of_the_real_kv(llama: LoadedModel, tmp_path:
 
 def test_calibrated_scales_keep_kl_small_and_saturation_zero(llama: LoadedModel) -> None:
     data = samples((16, 16))
-    result = evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE)
+    scales = calibrated(llama, data)
+    result = evaluate_model(llama, data, fp8_variants(scales))
     assert [v.name for v in result.variants] == ["unquantized", "fp8", "unit_scales"]
-    # At scale = f32(amax / 448) the max itself may divide to 448 + 1 ulp; it still rounds to
-    # 448 (the store clips past 464 only), so nothing saturates.
-    for layer in result.layers:
-        assert layer.k.saturated == 0.0 and layer.v.saturated == 0.0
-    assert all(0.0 < layer.k.rel_rms_error < 0.04 for layer in result.layers)
     fp8 = result.variant("fp8")
     assert 0.0 < fp8.kl_mean < 1e-3
     assert abs(fp8.ppl / result.variant("unquantized").ppl - 1) < 1e-2
@@ -245,7 +259,7 @@ def test_calibrated_scales_keep_kl_small_and_saturation_zero(llama: LoadedModel)
 def test_progress(llama: LoadedModel) -> None:
     data = samples((5, 6))
     calls: list[ProgressEvent] = []
-    evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE, progress=calls.append)
+    evaluate_model(llama, data, fp8_variants(calibrated(llama, data)), progress=calls.append)
     assert calls == [
         ProgressEvent("evaluate", 1, 2, tokens=5),
         ProgressEvent("evaluate", 2, 2, tokens=11),
@@ -255,26 +269,27 @@ def test_progress(llama: LoadedModel) -> None:
 # --- refusals --------------------------------------------------------------------------------
 
 
-def test_scale_mapping_must_match_the_model(llama: LoadedModel) -> None:
+def test_variants_must_match_the_model(llama: LoadedModel) -> None:
     data = samples((5,))
     scales = calibrated(llama, data)
     first = llama.layers[0].engine_name
+    # A layer a variant does not name keeps its K/V: fine.
+    partial = fp8_variants({k: v for k, v in scales.items() if k != first}, names=("fp8",))
+    assert evaluate_model(llama, data, partial).variant("fp8").tokens == 4
+    fp8 = fp8_variants(scales, names=("fp8",))[0]
     with pytest.raises(
-        UsageError, match=f"no scales for 1 of the model's attention layers, first {first}"
+        UsageError, match="variant 'x' names 1 layer\\(s\\) the model does not have, first x.attn"
     ):
         evaluate_model(
-            llama, data, {k: v for k, v in scales.items() if k != first}, quantize=QUANTIZE
+            llama, data, [CacheVariant("x", {**fp8.layers, "x.attn": fp8.layers[first]})]
         )
-    with pytest.raises(
-        UsageError, match="scales for 1 layer\\(s\\) the model does not have, first x.attn"
-    ):
-        evaluate_model(llama, data, {**scales, "x.attn": (1.0, 1.0)}, quantize=QUANTIZE)
-    with pytest.raises(UsageError, match=f"{first}: 3 per-head k scales for 2 KV heads"):
-        evaluate_model(llama, data, {**scales, first: ((1.0, 1.0, 1.0), 1.0)}, quantize=QUANTIZE)
-    with pytest.raises(UsageError, match="variants"):
-        evaluate_model(llama, data, scales, quantize=QUANTIZE, variants=("fp9",))
-    with pytest.raises(UsageError, match="quantize returned torch.float32"):
-        evaluate_model(llama, data, scales, quantize=lambda x, s: x.float(), variants=("fp8",))
+    with pytest.raises(UsageError, match="variant 'fp8' given twice"):
+        evaluate_model(llama, data, [fp8, fp8])
+    with pytest.raises(UsageError, match="named like the reference"):
+        evaluate_model(llama, data, [CacheVariant("unquantized", fp8.layers)])
+    float_codec = LayerCodec(lambda x: x.to(torch.float64), lambda x: x.float())
+    with pytest.raises(UsageError, match="a codec returned torch.float64"):
+        evaluate_model(llama, data, [CacheVariant("f64", {first: float_codec})])
 
 
 def test_activation_budget(
@@ -284,7 +299,7 @@ def test_activation_budget(
     monkeypatch.setenv("KVSCALE_MAX_ACTIVATION_BYTES", "1000")
     out = tmp_path / "a.safetensors"
     with pytest.raises(LimitExceededError) as info:
-        evaluate_model(llama, data, calibrated(llama, data), quantize=QUANTIZE, activations_out=out)
+        evaluate_model(llama, data, fp8_variants(calibrated(llama, data)), activations_out=out)
     # 5 tokens x 2 layers x 2 kv heads x (16 + 16) x 4 bytes
     assert (
         info.value.message == f"{out}: --activations-out would hold 2,560 bytes of K/V for 5 tokens"
@@ -318,14 +333,11 @@ def test_smollm2_calibrated_scales_pass_and_a_bad_one_fails(smollm2: LoadedModel
     ids = smollm2.encode(TEXT)
     calib, evaluation = [tuple(ids[:96])], [tuple(ids[96:192])]
     scales = calibrated(smollm2, calib)
-    good = evaluate_model(smollm2, evaluation, scales, quantize=QUANTIZE)
+    good = evaluate_model(smollm2, evaluation, fp8_variants(scales))
     unq, fp8, unit = (good.variant(v) for v in ("unquantized", "fp8", "unit_scales"))
     assert abs(fp8.ppl / unq.ppl - 1) < 0.05 and fp8.kl_mean < 0.05
-    assert max(layer.k.saturated for layer in good.layers) < 1e-3
     name = smollm2.layers[3].engine_name
     k, v = scales[name]
-    bad = evaluate_model(smollm2, evaluation, {**scales, name: (k / 128, v)}, quantize=QUANTIZE)
-    worst = max(bad.layers, key=lambda layer: layer.k.saturated)
-    assert worst.name == name and worst.k.saturated > 0.05
+    bad = evaluate_model(smollm2, evaluation, fp8_variants({**scales, name: (k / 128, v)}))
     assert bad.variant("fp8").kl_mean > fp8.kl_mean
     assert unit.kl_mean >= 0.0

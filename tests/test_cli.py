@@ -120,7 +120,7 @@ def test_main_builds_each_command_alone_with_the_same_options(
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("NO_COLOR", "1")
     names = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
-    assert names == ["calibrate", "codes", "diff", "inspect", "normalize", "verify"]
+    assert names == ["calibrate", "codes", "diff", "inspect", "normalize", "plan", "verify"]
     for name in names:
         full = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
         assert full.exit_code == 0, full.output

@@ -555,3 +555,25 @@ def test_core_api_returns_dataclasses(pair_126: tuple[Path, Path]) -> None:
     assert [layer.name for layer in result.layers if layer.status == "changed"] == [L.format(77)]
     assert result.largest is not None and result.largest[0].name == L.format(77)
     assert not result.ok
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_notes_say_what_the_comparison_cannot_tell() -> None:
+    a, b = EXAMPLES / "llm-compressor-fp8", EXAMPLES / "wrong-scale"
+    # a per-token-head cache never reads k/v: the 127x change is real but served the same
+    result = diff_paths(a, b, EngineOptions(kv_cache_dtype="int8_per_token_head"))
+    assert result.ok and result.count("changed") == 1
+    assert result.notes == (
+        "A and B: the KV cache of 4 of 4 layers reads no k/v scales (kv-cache dtype "
+        "int8_per_token_head): a change of theirs does not change what the engine serves",
+    )
+    # both sides refused: nothing compared, and the note says why
+    refused = diff_paths(a, b, EngineOptions(kv_cache_dtype="fp8_e5m2"))
+    assert refused.count("changed") == 0
+    assert refused.notes == (
+        "A and B: the engine refuses 4 of 4 layers (ValueError: fp8_e5m2 kv-cache is not "
+        "supported with fp8 checkpoints.); their values are not compared",
+    )
+    assert diff_paths(a, b, EngineOptions(kv_cache_dtype="fp8")).notes == ()

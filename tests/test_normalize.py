@@ -673,3 +673,43 @@ def test_shadowed_only_shard_keeps_metadata(tmp_path: Path) -> None:
     normalize_cli(src, tmp_path / "out", "--checkpoint")
     header = read_header(tmp_path / "out" / "checkpoint" / "a.safetensors")
     assert header.metadata == {"who": "me", NORMALIZED_MARK: "1"} and not header.tensors
+
+
+def test_layers_kept_unquantized_keep_their_calibrated_scales(tmp_path: Path) -> None:
+    """A skipped layer ignores k/v (vLLM: auto, 1.0): the copy must not overwrite its calibrated
+    scales with that 1.0, or serving without the skip list would lose them."""
+    src = Path(__file__).resolve().parent.parent / "examples" / "modelopt-fp8"
+    plain = report(src, "fp8_e4m3", "ocp")
+    summary = normalize_cli(
+        src, tmp_path / "out", "--checkpoint", "--kv-cache-dtype-skip-layers", "0,2"
+    )
+    warnings = {w["code"]: w["message"] for w in summary["warnings"]}
+    assert (
+        "2 layers (model.layers.0.self_attn.attn, model.layers.2.self_attn.attn) keep an "
+        "unquantized cache" in warnings["kv-dtype-promoted"]
+    )
+    doc = json.loads((tmp_path / "out" / "kv_scales.json").read_text())
+    for layer in plain.layers:
+        entry = doc["layers"][layer.name]
+        assert (entry["k_scale"], entry["v_scale"]) == (layer.k_scale, layer.v_scale)
+        assert layer.k_scale != 1.0
+    # served without the skip list, the copy loads to the original's values
+    copy = report(tmp_path / "out" / "checkpoint", "fp8_e4m3", "ocp")
+    assert [(x.k_scale, x.v_scale) for x in copy.layers] == [
+        (x.k_scale, x.v_scale) for x in plain.layers
+    ]
+
+
+def test_self_scaled_dtype_says_normalizing_changes_nothing(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent.parent / "examples" / "modelopt-fp8"
+    summary = normalize_cli(
+        src, tmp_path / "out", "--checkpoint", "--kv-cache-dtype", "int8_per_token_head"
+    )
+    message = {w["code"]: w["message"] for w in summary["warnings"]}["kv-dtype-promoted"]
+    assert message.startswith(
+        "--kv-cache-dtype int8_per_token_head (INT8 with an fp32 scale per token and head, "
+        "computed at write time) computes its scales when K/V are written and never reads the "
+        "checkpoint's k/v, so normalizing changes nothing the engine serves with it; the values "
+        "written are those of --kv-cache-dtype fp8"
+    )
+    assert summary["kv_cache_dtype"] == "fp8"

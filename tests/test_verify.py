@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import save_file
+from support.checkpoints import ct_config, quant_config, tensor, write_checkpoint
 from support.checkpoints import llama_config as config
-from support.checkpoints import quant_config, tensor, write_checkpoint
 from typer.testing import CliRunner
 
 from kvscale.cli import app
@@ -206,3 +207,40 @@ def test_bad_activations_shape_is_exit_2(tmp_path: Path) -> None:
 def test_tokens_out_of_range() -> None:
     result = runner.invoke(app, ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--tokens", "0"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("dtype", ["turboquant_k8v4", "fp8_inc"])
+def test_a_format_verify_cannot_write_is_refused_not_measured_as_fp8(
+    dtype: str, make_checkpoint: Callable[..., Path]
+) -> None:
+    # 6 layers: TurboQuant keeps its 2+2 boundary layers unquantized, layers 2-3 use the format.
+    ckpt = make_checkpoint(layers=6, config=ct_config(6, hidden_size=256))
+    result = runner.invoke(app, ["verify", str(ckpt), "--kv-cache-dtype", dtype, "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"kvscale has no reference writer for {dtype}: verify cannot measure" in result.stderr
+    hint = result.stderr.split("--kv-cache-dtype one of: ")[1].strip().split(", ")
+    assert {"auto", "fp8", "fp8_e4m3", "nvfp4", "int8_per_token_head"} <= set(hint)
+    assert not any(name.startswith(("turboquant", "fp8_inc")) for name in hint)
+
+
+def test_turboquant_boundary_layers_alone_are_measured_unquantized() -> None:
+    # The 4-layer example: min(2, 4 // 2) = 2 boundary layers at each end cover every layer.
+    result = runner.invoke(
+        app,
+        ["verify", str(EXAMPLES / "llm-compressor-fp8"), "--kv-cache-dtype", "turboquant_k8v4"],
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fmt"), [("nvfp4", "nvfp4"), ("int8_per_token_head", "int8_per_token_head")]
+)
+def test_a_format_verify_can_write_is_measured_in_its_own_format(
+    dtype: str, fmt: str, make_checkpoint: Callable[..., Path]
+) -> None:
+    ckpt = make_checkpoint(layers=2, config=ct_config(2, hidden_size=256))
+    result = runner.invoke(app, ["verify", str(ckpt), "--kv-cache-dtype", dtype, "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["options"] == {"kv_cache_dtype": dtype}
+    assert len(report["layers"]) == 2 and all(layer["pass"] for layer in report["layers"])

@@ -21,6 +21,7 @@ from kvscale.cli import codes as _codes  # noqa: F401
 from kvscale.cli import diff as _diff  # noqa: F401
 from kvscale.cli import inspect as _inspect  # noqa: F401
 from kvscale.cli import normalize as _normalize  # noqa: F401
+from kvscale.cli import plan as _plan  # noqa: F401
 from kvscale.cli import verify as _verify  # noqa: F401
 from kvscale.cli.app import app
 

@@ -14,6 +14,7 @@ from kvscale.cli.params import (
     AttentionBackendOpt,
     EngineOpt,
     FormatOpt,
+    GpuArchOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -21,6 +22,7 @@ from kvscale.cli.params import (
     PlatformOpt,
     PolicyOpt,
     QuietOpt,
+    SkipLayersOpt,
 )
 from kvscale.cli.settings import run_settings
 from kvscale.errors import ExitCode
@@ -82,6 +84,8 @@ def diff(
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
     attention_backend: AttentionBackendOpt = None,
+    kv_cache_dtype_skip_layers: SkipLayersOpt = None,
+    gpu_arch: GpuArchOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     annotations: AnnotationsOpt = Annotations.auto,
@@ -104,6 +108,8 @@ def diff(
         platform=platform,
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=kv_cache_dtype_skip_layers,
+        gpu_arch=gpu_arch,
         policy_path=policy_path,
         no_policy=no_policy,
     )

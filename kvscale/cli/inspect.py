@@ -21,6 +21,7 @@ from kvscale.cli.params import (
     EngineOpt,
     FailOnOpt,
     FormatOpt,
+    GpuArchOpt,
     JsonOpt,
     JunitOpt,
     KVCacheDtypeOpt,
@@ -30,6 +31,7 @@ from kvscale.cli.params import (
     PolicyOpt,
     QuietOpt,
     RevisionOpt,
+    SkipLayersOpt,
     StrictOpt,
 )
 from kvscale.cli.settings import RunSettings, run_settings
@@ -90,6 +92,8 @@ def inspect(
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
     attention_backend: AttentionBackendOpt = None,
+    kv_cache_dtype_skip_layers: SkipLayersOpt = None,
+    gpu_arch: GpuArchOpt = None,
     strict: StrictOpt = False,
     fail_on: FailOnOpt = None,
     allow: AllowOpt = None,
@@ -113,6 +117,8 @@ def inspect(
         platform=platform,
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=kv_cache_dtype_skip_layers,
+        gpu_arch=gpu_arch,
         policy_path=policy_path,
         no_policy=no_policy,
         strict=strict,

@@ -11,6 +11,7 @@ from kvscale.cli.params import (
     DigestsOpt,
     EngineOpt,
     ForceOpt,
+    GpuArchOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -21,6 +22,7 @@ from kvscale.cli.params import (
     PolicyOpt,
     QuietOpt,
     RevisionOpt,
+    SkipLayersOpt,
 )
 from kvscale.cli.settings import run_settings
 from kvscale.errors import ExitCode
@@ -50,6 +52,8 @@ def normalize(
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
     attention_backend: AttentionBackendOpt = None,
+    kv_cache_dtype_skip_layers: SkipLayersOpt = None,
+    gpu_arch: GpuArchOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
@@ -76,6 +80,8 @@ def normalize(
         platform=platform,
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=kv_cache_dtype_skip_layers,
+        gpu_arch=gpu_arch,
         policy_path=policy_path,
         no_policy=no_policy,
     )

@@ -312,8 +312,9 @@ class Progress:
             parts = [f"{title}: {event.done:,}/{event.total:,} {unit}".rstrip()]
         elapsed = now - self._phase_start
         if event.tokens is not None:
-            rate = event.tokens / max(elapsed, 1e-9)
-            parts.append(f"{event.tokens:,} tokens ({rate:,.0f} tok/s)")
+            # A rate over less than a second says nothing (and the first event comes at 0 s).
+            rate = f" ({event.tokens / elapsed:,.0f} tok/s)" if elapsed >= 1.0 else ""
+            parts.append(f"{event.tokens:,} tokens{rate}")
         if event.label:
             parts.append(sanitize(event.label)[-60:])
         parts.append(f"{_clock(now - self._start)} elapsed")
@@ -328,8 +329,10 @@ class Progress:
             self._open(UNITS.get(event.phase, "") == "bytes", UNITS.get(event.phase, ""))
         label = event.label
         if event.tokens is not None:
-            rate = event.tokens / max(now - self._phase_start, 1e-9)
-            label = f"{event.tokens} tokens, {rate:.0f} tok/s"
+            seconds = now - self._phase_start
+            label = f"{event.tokens} tokens" + (
+                f", {event.tokens / seconds:.0f} tok/s" if seconds >= 1.0 else ""
+            )
         # Shard and layer names come from the checkpoint: escape before rich sees them.
         self._progress.update(
             self._task,

@@ -88,9 +88,32 @@ AttentionBackendOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
         "--attention-backend",
-        help="The attention backend you serve with, where it changes which scale copy is read: "
-        "vllm flash_attn, triton_attn, flashinfer; sglang flashinfer, triton, fa3, trtllm_mha, "
-        "flashmla.",
+        help="The attention backend you serve with (any case): vllm checks that it runs the "
+        "KV-cache dtype (any of vLLM's --attention-backend names: flash_attn, triton_attn, "
+        "flashinfer, flashmla, turboquant, ...) and which scale copy triton_attn reads; sglang "
+        "flashinfer, triton, fa3, trtllm_mha, flashmla.",
+        show_default=False,
+    ),
+]
+SkipLayersOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--kv-cache-dtype-skip-layers",
+        help="vLLM's --kv-cache-dtype-skip-layers: layer indices or sliding_window, "
+        "comma-separated or repeated (vLLM itself takes them space-separated); those layers "
+        "keep an unquantized cache. Entries compare as strings, as in vLLM (01 matches nothing).",
+        metavar="LAYERS",
+        show_default=False,
+    ),
+]
+GpuArchOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--gpu-arch",
+        help="The GPU generation you serve on, where it changes what the engine computes from "
+        "the scales (SGLang's NVFP4 global scale on SM100) or which vLLM attention backends run "
+        "the KV-cache dtype: sm80, sm86, sm89, sm90, sm100, sm103, sm120, sm121.",
+        metavar="ARCH",
         show_default=False,
     ),
 ]

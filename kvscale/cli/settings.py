@@ -44,6 +44,8 @@ def run_settings(
     platform: Enum | str | None = None,
     model_dtype: str | None = None,
     attention_backend: str | None = None,
+    kv_cache_dtype_skip_layers: Sequence[str] | None = None,
+    gpu_arch: str | None = None,
     policy_path: Path | None = None,
     no_policy: bool = False,
     strict: bool = False,
@@ -67,6 +69,10 @@ def run_settings(
         platform=_value(platform),  # type: ignore[arg-type]
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=tuple(kv_cache_dtype_skip_layers)
+        if kv_cache_dtype_skip_layers
+        else None,
+        gpu_arch=gpu_arch,
     )
     file = resolve_policy_file(policy_path, discover=not no_policy)
     if file is None:

@@ -14,6 +14,7 @@ from kvscale.cli.params import (
     AttentionBackendOpt,
     EngineOpt,
     FormatOpt,
+    GpuArchOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
@@ -22,6 +23,7 @@ from kvscale.cli.params import (
     PolicyOpt,
     QuietOpt,
     RevisionOpt,
+    SkipLayersOpt,
     StrictOpt,
 )
 from kvscale.cli.settings import run_settings
@@ -85,6 +87,8 @@ def verify(
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
     attention_backend: AttentionBackendOpt = None,
+    kv_cache_dtype_skip_layers: SkipLayersOpt = None,
+    gpu_arch: GpuArchOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     revision: RevisionOpt = None,
@@ -191,6 +195,8 @@ def verify(
         platform=platform,
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=kv_cache_dtype_skip_layers,
+        gpu_arch=gpu_arch,
         policy_path=policy_path,
         no_policy=no_policy,
         strict=strict,

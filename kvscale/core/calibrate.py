@@ -18,6 +18,13 @@ The model side (loading, the observation point, the statistic) lives in ``model`
 
 The scales are for the OCP e4m3 cache (``448``): vLLM doubles loaded scales itself on fnuz
 platforms, so one file serves both.
+
+MLA layers (DeepSeek-V2/V3 style) get one scale, ``k = v = max(amax(kv_c), amax(k_pe)) / 448``
+(``capture``: observed at the cache update), written under the names the engine loads. Where the
+engine's loader takes no name for a layer (``Engine.checkpoint_name`` is None for both kinds:
+vLLM 0.33.0's DeepSeek-family loaders for MLA layers), the scales still go to
+``kv_scales.json``/``.safetensors`` with what the engine holds (its default), a ``--checkpoint``
+copy carries none for that layer, and ``calibrated-scales-not-loaded`` says so.
 """
 
 from __future__ import annotations
@@ -124,6 +131,10 @@ class CalibratedLayer:
     """The target engine's resolution of the planned tensors (rounding, fnuz doubling)."""
     checkpoint_tensors: tuple[tuple[str, str], ...] = ()
     """(kind, tensor name) written into the copy."""
+    latent_amax: tuple[float, float] | None = None
+    """MLA: (max |kv_c|, max |k_pe|); ``k_amax`` and ``v_amax`` are their max."""
+    latent_width: tuple[int, int] | None = None
+    """MLA: (kv_lora_rank, rope_dim) of the cached row."""
 
 
 @dataclass(frozen=True)
@@ -345,6 +356,13 @@ def plan_calibration(
     # The target first: a bad --target or --out fails before minutes of calibration.
     target = open_checkpoint(target_path)
     report = resolve_checkpoint(target, options.engine)
+    if options.strategy == "head" and report.shape.latent_width is not None:
+        raise UsageError(
+            f"--strategy head: {target.given} is an MLA model (kv_lora_rank "
+            f"{report.shape.kv_lora_rank}): its cache holds one latent row per token ([kv_c | "
+            "k_pe], one head) written with one k scale",
+            hint="use --strategy tensor",
+        )
     inputs = [model_path, Path(data), *input_paths(target, other=True)]
     check_not_input(out_path, inputs, "--out")
     check_out(out_path, options.force)
@@ -434,6 +452,7 @@ def plan_calibration(
     edits_remove: dict[str, set[str]] = {name: set() for name in target.files}
     edits_add: dict[str, list[Any]] = {name: [] for name in target.files}
     replaced_layers: list[str] = []
+    not_loaded: list[str] = []
     for lc in capture.layers:
         k, v = scales[lc.name]
         if k is None or v is None:
@@ -460,9 +479,34 @@ def plan_calibration(
             continue
         target_layer = by_name[lc.name]
         prefix = target_layer.checkpoint_prefix
+        latent = lc.layer.latent
+        names = {
+            kind: engine.checkpoint_name(prefix, kind, context) for kind in ("k_scale", "v_scale")
+        }
+        if all(name is None for name in names.values()):
+            # The loader takes no name for this layer: the engine holds its default whatever a
+            # checkpoint says; the values still go to kv_scales.json.
+            not_loaded.append(lc.name)
+            layers.append(
+                CalibratedLayer(
+                    name=lc.name,
+                    checkpoint_prefix=prefix,
+                    k_amax=lc.k_amax,
+                    v_amax=lc.v_amax,
+                    k_scale=k,
+                    v_scale=v,
+                    tokens=lc.tokens,
+                    holdout_saturated_k=lc.holdout_saturated_k,
+                    holdout_saturated_v=lc.holdout_saturated_v,
+                    held=_held(options.engine, lc.name, prefix, [], settings),
+                    latent_amax=lc.latent_amax,
+                    latent_width=(latent.kv_lora_rank, latent.rope_dim) if latent else None,
+                )
+            )
+            continue
         tensors = []
         for kind, value in (("k_scale", k), ("v_scale", v)):
-            name = engine.checkpoint_name(prefix, kind, context)
+            name = names[kind]
             if name is None:
                 raise UsageError(
                     f"no checkpoint name maps to {lc.name}.{kind} under quant_method "
@@ -507,6 +551,21 @@ def plan_calibration(
                 checkpoint_tensors=tuple((kind, t.name) for kind, t in tensors)
                 if options.checkpoint
                 else (),
+                latent_amax=lc.latent_amax,
+                latent_width=(latent.kv_lora_rank, latent.rope_dim) if latent else None,
+            )
+        )
+    if not_loaded:
+        engine_label = f"{engine.name} {engine.version}"
+        warnings.append(
+            problem(
+                "calibrated-scales-not-loaded",
+                f"{engine_label} loads no checkpoint name for the k/v scales of "
+                f"{len(not_loaded)} layer(s) ({', '.join(not_loaded[:3])}"
+                f"{' ...' if len(not_loaded) > 3 else ''}): it runs them at its default 1.0 "
+                "whatever a checkpoint holds; kv_scales.json holds the calibrated values"
+                + ("; the copy carries no scale for them" if options.checkpoint else ""),
+                layers=tuple(not_loaded),
             )
         )
     if replaced_layers and options.checkpoint:
@@ -583,6 +642,18 @@ def _json_value(value: ScaleValue | float | None) -> Any:
     return encode_json_value(value)
 
 
+def _latent_json(layer: CalibratedLayer) -> dict[str, object]:
+    """An MLA layer's row and both parts of its amax (``k_amax`` = ``v_amax`` = their max)."""
+    if layer.latent_amax is None or layer.latent_width is None:
+        return {}
+    return {
+        "kv_c_amax": _json_value(layer.latent_amax[0]),
+        "k_pe_amax": _json_value(layer.latent_amax[1]),
+        "kv_lora_rank": layer.latent_width[0],
+        "rope_dim": layer.latent_width[1],
+    }
+
+
 def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
     """``kv_scales.json`` / ``kv_scales.safetensors``: the float32 calibrated values (the OCP
     e4m3 cache's), the rule the engine loads them with, and the ``calibration`` object."""
@@ -633,6 +704,7 @@ def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
                 "tokens": layer.tokens,
                 "holdout_saturated_k": layer.holdout_saturated_k,
                 "holdout_saturated_v": layer.holdout_saturated_v,
+                **_latent_json(layer),
             }
             for layer in plan.layers
         },

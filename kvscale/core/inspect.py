@@ -263,16 +263,18 @@ def _resolve(
     """Resolve every layer from its sources (engine layer name, checkpoint prefix, sources) and
     judge the result; ``base`` carries everything read from the checkpoint."""
     engine = base.options.rules
-    layers = tuple(
-        engine.resolve_layer(
+    resolved: list[ResolvedLayer] = []
+    for name, prefix, sources in inputs:
+        cache = engine.layer_cache(name, settings, base.shape)
+        layer = engine.resolve_layer(
             name,
             sources,
-            settings,
+            settings.for_layer(cache),
             checkpoint_prefix=prefix,
             refusal=base.refused_by[name][1] if name in base.refused_by else None,
         )
-        for name, prefix, sources in inputs
-    )
+        resolved.append(replace(layer, cache=cache))
+    layers = tuple(resolved)
     culprits = {name: item for name, (item, _) in base.refused_by.items()}
     problems, rounding = layer_problems(layers, settings, explained=frozenset(culprits))
     problems.extend(

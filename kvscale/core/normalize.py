@@ -56,6 +56,7 @@ from pathlib import Path
 
 import kvscale.scales_file as scales_file
 from kvscale._version import __version__
+from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import NORMALIZED_MARK, Convention
 from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
@@ -241,6 +242,45 @@ def _same_value(a: ScaleValue | None, b: ScaleValue | None) -> bool:
     return a == b
 
 
+def _promotion_text(report: ScaleReport, kv_dtype: str, kept: Sequence[str]) -> str:
+    """What a normalize run for a KV-cache dtype (or skip list) that reads no k/v writes."""
+    dtype = report.kv_cache_dtype
+    served = [lay.cache.format for lay in report.layers if lay.cache and not lay.cache.skipped_by]
+    parts: list[str] = []
+    if not report.settings.uses_kv_scales and served:
+        fmt = served[0]
+        if fmt.scale_use is ScaleUse.IN_CACHE:
+            parts.append(
+                f"--kv-cache-dtype {dtype} ({fmt.title}) computes its scales when K/V are "
+                "written and never reads the checkpoint's k/v, so normalizing changes nothing "
+                "the engine serves with it"
+            )
+        elif fmt.scale_use is ScaleUse.OUT_OF_TREE:
+            parts.append(
+                f"--kv-cache-dtype {dtype} is written by no backend of the engine's own code "
+                "(a platform plugin's), so what its cache reads is not known"
+            )
+        else:
+            parts.append(
+                f"the effective KV-cache dtype {dtype} is unquantized and ignores k/v, so "
+                "loading the copy with it is unchanged"
+            )
+    if kept:
+        shown = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        reasons = sorted(
+            {lay.cache.skipped_by for lay in report.layers if lay.cache and lay.cache.skipped_by}
+        )
+        parts.append(
+            f"{len(kept)} layers ({shown}) keep an unquantized cache and ignore k/v "
+            f"({'; '.join(reasons)})"
+        )
+    where = f"--kv-cache-dtype {kv_dtype}" + (" without the skip list" if kept else "")
+    return (
+        f"{'; '.join(parts)}; the values written are those of {where}, where the calibrated "
+        "scales are read (loading the copy under these options is unchanged)"
+    )
+
+
 def _verify_copy(
     report: ScaleReport,
     layer: ResolvedLayer,
@@ -378,19 +418,25 @@ def plan_normalize(
                     "their producer meant",
                 )
             )
-    if report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales:
-        kv_dtype = engine.fp8_kv_cache_dtype
+    promoted = report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales
+    kept_unquantized = [
+        layer.name
+        for layer in report.layers
+        if layer.cache is not None
+        and layer.cache.skipped_by
+        and not layer.cache.scale_use.reads_checkpoint
+    ]
+    if promoted or (kept_unquantized and report.engine_path is not EnginePath.NONE):
+        # Values for the layers that read no k/v come from the same checkpoint as the engine
+        # would hold them where the cache reads them: FP8 for a whole model whose dtype reads
+        # none, the layer's own dtype without the skip list for layers it keeps unquantized.
+        kv_dtype = engine.fp8_kv_cache_dtype if promoted else report.kv_cache_dtype
         values_report = resolve_again(
-            values_report, replace(report.options, kv_cache_dtype=kv_dtype)
+            values_report,
+            replace(report.options, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=()),
         )
         warnings.append(
-            _warning(
-                "kv-dtype-promoted",
-                f"the effective KV-cache dtype {report.kv_cache_dtype} does not use k/v scales; "
-                f"the values written are those of --kv-cache-dtype {kv_dtype} (the engine "
-                f"ignores k/v with {report.kv_cache_dtype}, so loading the copy is unchanged, "
-                f"and the calibrated scales stay usable with {kv_dtype})",
-            )
+            _warning("kv-dtype-promoted", _promotion_text(report, kv_dtype, kept_unquantized))
         )
     platform = report.platform
     ocp_report = values_report

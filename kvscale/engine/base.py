@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
 
@@ -142,10 +143,18 @@ class EngineSettings:
     model_dtype: str
     num_heads: int | None = None
     num_kv_heads: int | None = None
+    head_size: int | None = None
+    """The size of what each KV head caches (MLA: the latent row), where the engine's backend
+    choice depends on it."""
     ct_strategy: str | None = None
     ct_has_config_groups: bool = True
     refusal: str | None = None
-    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
+    """A model-level refusal (bad scheme, a float KV cache against the model dtype, ...) that
+    applies to every layer."""
+    dtype_refusals: Mapping[str, str] = field(default_factory=dict)
+    """Layer KV-cache dtype -> the engine's refusal of a layer that gets it with this
+    checkpoint (vLLM: ``fp8_e5m2`` with FP8 scales; a layer the skip list keeps at ``auto``
+    escapes it)."""
     uses_kv_scales: bool = True
     """The effective KV-cache dtype is quantized per tensor, so k/v scales are used."""
     scale_dtype: str = "float32"
@@ -153,10 +162,59 @@ class EngineSettings:
     model dtype)."""
     attention_backend: str | None = None
     """The attention backend the user serves with, when given (which scale copy is read)."""
+    skip_layers: tuple[str, ...] = ()
+    """Entries that keep layers out of KV-cache quantization (vLLM's
+    ``--kv-cache-dtype-skip-layers``, plus the boundary layers a format adds), as the engine
+    holds them."""
+    gpu_arch: str | None = None
+    """The GPU generation served on (``--gpu-arch``), where it changes what the engine computes
+    from the scales (SGLang's NVFP4 global scale on SM100)."""
 
     @property
     def fnuz(self) -> bool:
         return self.platform == "fnuz"
+
+    def for_layer(self, cache: LayerCache) -> EngineSettings:
+        """These settings as one layer sees them: its own KV-cache dtype, and the refusal that
+        dtype meets."""
+        refusal = self.refusal or self.dtype_refusals.get(cache.kv_cache_dtype)
+        if cache.kv_cache_dtype == self.kv_cache_dtype and refusal == self.refusal:
+            return self
+        return replace(
+            self,
+            kv_cache_dtype=cache.kv_cache_dtype,
+            uses_kv_scales=cache.format.scale_use.reads_checkpoint,
+            refusal=refusal,
+        )
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """The KV cache one layer writes: the engine's dtype for it, its format, and what it does
+    with the checkpoint's k/v scales."""
+
+    kv_cache_dtype: str
+    """The engine's ``--kv-cache-dtype`` as this layer applies it (``auto`` when skipped)."""
+    format: CacheFormat
+    latent: bool = False
+    """MLA: one ``[kv_c | k_pe]`` row per token, written with the k scale only; ``v_scale`` is
+    resolved but never read."""
+    skipped_by: str | None = None
+    """Why the layer is kept unquantized: the ``--kv-cache-dtype-skip-layers`` entry, or the
+    boundary layers a format adds."""
+
+    @property
+    def scale_use(self) -> ScaleUse:
+        return self.format.scale_use
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "format": self.format.name,
+            "scales": self.format.scale_use.value,
+            "latent": self.latent,
+            "skipped_by": self.skipped_by,
+        }
 
 
 @dataclass(frozen=True)
@@ -181,6 +239,8 @@ class ResolvedLayer:
     checkpoint_prefix: str = ""
     """The attention module prefix as the checkpoint spells it (``model.layers.0.self_attn``);
     differs from ``name`` minus ``.attn`` where the model renames prefixes (NemotronH)."""
+    cache: LayerCache | None = None
+    """The layer's KV cache (set by the resolution for every layer)."""
 
     def value(self, kind: str) -> ScaleValue | None:
         kind = BUFFER_KINDS.get(kind, kind)
@@ -281,8 +341,17 @@ class Engine(ABC):
     """Attention backends whose scale handling is modelled (``--attention-backend``)."""
     fp8_kv_cache_dtype: str = "fp8"
     """The engine's spelling of the per-tensor FP8 (e4m3) KV-cache dtype."""
-    commands: frozenset[str] = frozenset(["inspect", "diff", "normalize", "verify", "calibrate"])
+    commands: frozenset[str] = frozenset(
+        ["inspect", "diff", "normalize", "verify", "calibrate", "plan"]
+    )
     """The kvscale commands whose questions this engine's rules answer."""
+    default_attention_backend: str | None = None
+    """The backend the engine picks for a model when none is named, where that is fixed (vLLM on
+    NVIDIA GPUs: FLASH_ATTN for an MHA model); a plan names a backend only when it needs
+    another."""
+    supports_skip_layers: bool = False
+    """The engine can keep chosen layers' KV cache unquantized (vLLM's
+    ``--kv-cache-dtype-skip-layers``)."""
 
     def require(self, command: str) -> None:
         """A usage error unless ``command`` is supported for this engine."""
@@ -346,6 +415,45 @@ class Engine(ABC):
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         """The engine's attention layer name for a checkpoint attention prefix."""
         return f"{prefix}.attn"
+
+    @abstractmethod
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        """The format one of the engine's dtype strings stores (on this platform, for an MLA
+        latent cache or a per-head one)."""
+
+    def backends_for(
+        self,
+        kv_cache_dtype: str,
+        *,
+        head_size: int | None,
+        gpu_arch: str | None,
+        latent: bool,
+    ) -> tuple[str, ...] | None:
+        """The attention backends (``--attention-backend`` names) that run this dtype for such a
+        model; None when the engine's backends are not modelled."""
+        return None
+
+    def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
+        """The backends that honour per-head k/v scales with this dtype (none by default)."""
+        return ()
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """The engine's own command line serving ``checkpoint`` with this KV cache."""
+        raise NotImplementedError(f"{self.name} has no serving command modelled")
+
+    @abstractmethod
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        """The KV cache the engine gives one attention layer (its dtype after skip rules, the
+        format, MLA's latent row)."""
 
     def unmapped_refusals(
         self, layer_names: Sequence[str], unmapped: Sequence[UnmappedTensor]

@@ -9,6 +9,7 @@ kvscale decides which value wins.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -49,6 +50,37 @@ def parse_platform(value: str | Platform) -> Platform:
         raise UsageError(f"unknown platform {value!r}", hint="use ocp or fnuz") from None
 
 
+GPU_ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121")
+"""``--gpu-arch`` values: NVIDIA compute capabilities whose FP8/FP4 KV-cache paths differ."""
+
+
+def parse_skip_layers(value: Sequence[str] | str) -> tuple[str, ...]:
+    """Entries as vLLM holds them: strings, compared with ``str(layer_index)`` or an attention
+    type name, so ``"01"`` or ``" 1"`` match nothing, as in vLLM. An entry holding commas is
+    kvscale's list syntax (``0,31``: one flag for several entries, which vLLM spells
+    space-separated); its parts are trimmed and empty ones dropped."""
+    items = [value] if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        text = str(item)
+        if "," in text:
+            out.extend(part.strip() for part in text.split(",") if part.strip())
+        else:
+            out.append(text)
+    return tuple(out)
+
+
+def parse_gpu_arch(value: str) -> str:
+    arch = str(value).strip().lower().replace("_", "").replace(".", "")
+    if arch.isdigit():
+        arch = "sm" + arch
+    if arch not in GPU_ARCHS:
+        raise UsageError(
+            f"unknown GPU architecture {value!r}", hint="one of: " + ", ".join(GPU_ARCHS)
+        )
+    return arch
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """The engine and its settings as chosen by the user (``None``: not chosen)."""
@@ -60,6 +92,12 @@ class EngineOptions:
     """``bfloat16``, ``float16`` or ``float32`` (normalized); None: the config's dtype."""
     attention_backend: str | None = None
     """The engine's attention backend, when it matters (which copy of the scales is read)."""
+    kv_cache_dtype_skip_layers: tuple[str, ...] | None = None
+    """vLLM's ``--kv-cache-dtype-skip-layers``: layer indices (``"0"``) or attention types
+    (``"sliding_window"``) whose KV cache stays unquantized; None: not chosen."""
+    gpu_arch: str | None = None
+    """The GPU generation served on (``sm90``, ``sm100``, ...), where it changes what the engine
+    computes from the scales; None: not chosen."""
 
     def __post_init__(self) -> None:
         # Validated here, once, whatever the origin (command line, policy file, Python API).
@@ -79,6 +117,18 @@ class EngineOptions:
                     + (f" for {self.engine.value}" if self.engine else ""),
                     hint="one of: " + ", ".join(dtypes),
                 )
+        if self.kv_cache_dtype_skip_layers is not None:
+            object.__setattr__(
+                self,
+                "kv_cache_dtype_skip_layers",
+                parse_skip_layers(self.kv_cache_dtype_skip_layers),
+            )
+        if self.gpu_arch is not None:
+            object.__setattr__(self, "gpu_arch", parse_gpu_arch(self.gpu_arch))
+        if self.attention_backend is not None:
+            # vLLM upper-cases the name (AttentionConfig.validate_backend_before); kvscale's
+            # backend names are lower case, for every engine.
+            object.__setattr__(self, "attention_backend", self.attention_backend.lower())
         self._check_backend()
 
     def _check_backend(self) -> None:
@@ -122,6 +172,10 @@ class EngineOptions:
         out: dict[str, str] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is not None:
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                out[f.name] = ",".join(value)
+            else:
                 out[f.name] = value.value if isinstance(value, Enum) else str(value)
         return out

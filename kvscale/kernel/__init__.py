@@ -1,7 +1,12 @@
-"""FP8 KV-cache write: the GPU kernel (Triton), its CPU reference, and the FP8 format table.
+"""KV-cache writes: the GPU kernels (Triton), their CPU references, and the FP8 format table.
 
-``reshape_and_cache_flash`` and ``concat_and_cache_mla`` (the Triton kernels) are imported on
-first access, so this package imports without Triton or CUDA; everything else is plain torch.
+FP8 per tensor: ``reshape_and_cache_flash`` / ``reference_reshape_and_cache_flash``. MLA latent
+rows: ``concat_and_cache_mla`` / ``reference_concat_and_cache_mla`` (:mod:`kvscale.kernel.mla`).
+NVFP4 (``nvfp4``, ``nvfp4_4over6``): ``reshape_and_cache_nvfp4`` /
+``reference_reshape_and_cache_nvfp4`` and the page layout, dequantization and statistics in
+:mod:`kvscale.kernel.nvfp4`. Per-token-head formats: :mod:`kvscale.kernel.per_token_head`. The
+Triton kernels are imported on first access, so this package imports without Triton or CUDA;
+everything else is plain torch.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from kvscale.kernel.mla import (
     reference_concat_and_cache_mla,
     vllm_mla_skip_scale,
 )
+from kvscale.kernel.nvfp4 import (
+    NVFP4ArgumentError,
+    reference_reshape_and_cache_nvfp4,
+)
 from kvscale.kernel.reference import (
     CacheWriteArgumentError,
     clipped,
@@ -37,9 +46,10 @@ from kvscale.kernel.reference import (
 )
 
 if TYPE_CHECKING:
-    from kvscale.kernel import triton_cache, triton_mla
+    from kvscale.kernel import triton_cache, triton_mla, triton_nvfp4
     from kvscale.kernel.triton_cache import TritonUnavailableError, reshape_and_cache_flash
     from kvscale.kernel.triton_mla import concat_and_cache_mla
+    from kvscale.kernel.triton_nvfp4 import reshape_and_cache_nvfp4
 
 __all__ = [
     "E4M3FN",
@@ -51,6 +61,7 @@ __all__ = [
     "KVCacheDtype",
     "KVCacheDtypeError",
     "MLALatentRows",
+    "NVFP4ArgumentError",
     "TritonUnavailableError",
     "UnknownKVCacheDtypeError",
     "UnsupportedOnDeviceError",
@@ -62,27 +73,34 @@ __all__ = [
     "quantize_to_bits",
     "reference_concat_and_cache_mla",
     "reference_reshape_and_cache_flash",
+    "reference_reshape_and_cache_nvfp4",
     "reshape_and_cache_flash",
+    "reshape_and_cache_nvfp4",
     "resolve_kv_cache_dtype",
     "triton_cache",
     "triton_mla",
+    "triton_nvfp4",
     "vllm_mla_skip_scale",
 ]
 
-_LAZY = {"reshape_and_cache_flash", "TritonUnavailableError", "triton_cache"}
-_LAZY_MLA = {"concat_and_cache_mla", "triton_mla"}
+_LAZY = {
+    "triton_cache": "kvscale.kernel.triton_cache",
+    "reshape_and_cache_flash": "kvscale.kernel.triton_cache",
+    "TritonUnavailableError": "kvscale.kernel.triton_cache",
+    "triton_mla": "kvscale.kernel.triton_mla",
+    "concat_and_cache_mla": "kvscale.kernel.triton_mla",
+    "triton_nvfp4": "kvscale.kernel.triton_nvfp4",
+    "reshape_and_cache_nvfp4": "kvscale.kernel.triton_nvfp4",
+}
+"""Names served by a Triton module, imported on first access."""
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: the Triton modules (and Triton itself, if installed) load on first use only.
-    if name in _LAZY_MLA:
-        triton_mla = importlib.import_module("kvscale.kernel.triton_mla")
-        value = triton_mla if name == "triton_mla" else getattr(triton_mla, name)
-        globals()[name] = value
-        return value
-    if name in _LAZY:
-        triton_cache = importlib.import_module("kvscale.kernel.triton_cache")
-        value = triton_cache if name == "triton_cache" else getattr(triton_cache, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if name == module_name.rpartition(".")[2] else getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,23 +1,28 @@
-"""``verify --model``: what a checkpoint's KV scales do to the model, down to perplexity.
+"""The model on real text with its KV cache quantized: perplexity and KL, per cache variant.
 
-For every evaluation sample (batch 1, ``use_cache=False``, through ``attention_hook``) the model
-runs once per variant:
+For every sample (batch 1, ``use_cache=False``, through ``attention_hook``) the model runs once
+unquantized (the reference: its own K/V, what an unquantized cache holds) and once per
+``CacheVariant``: every layer the variant names gets its K and V replaced, at the attention
+function (the cache point), by what the cache gives back, ``LayerCodec.k(x)`` / ``.v(x)``: the
+round trip through the variant's format (FP8 at a scale, NVFP4, per-token-head, ...; built by
+``kvscale.kernel.roundtrip``), as float32, then cast to the model dtype the attention computes
+in. With a float32 model the attention sees exactly what the cache dequantizes to; with
+bf16/fp16, that rounded once to the model dtype (the engines' kernels multiply inside the
+attention in float32: at most half an ulp of the model dtype per element, far below the
+quantization itself).
 
-* ``unquantized``: K/V untouched, what an unquantized cache holds;
-* ``fp8``: every calibrated layer's K and V replaced, at the attention function (the cache
-  point), by ``dequantize(quantize(x, scale))`` at TARGET's per-layer scales;
-* ``unit_scales``: the same with every scale 1.0 (what the engine does when scales are missing).
-
-``quantize(x, scale) -> uint8 bits`` is an argument: ``x`` is ``[tokens, num_kv_heads,
-head_size]`` in the model dtype, ``scale`` a float32 tensor of 1 or ``num_kv_heads`` elements on
-x's device; the CLI passes kvscale's CPU reference writer
-(``functools.partial(kvscale.kernel.reference.quantize_to_bits, fmt=E4M3FN)``) or the Triton
-kernel. Dequantization is vLLM's attention-side ``fp8 * scale`` in float32
-(``kvscale.kernel.reference.dequantize``), then the cast to the model dtype the attention
-function computes in. With a float32 model the K/V the attention sees are exactly
-``fp8_value * scale``; with bf16/fp16 they are that product rounded once to the model dtype (the
-engine's kernels multiply inside the attention in float32: a difference of at most half an ulp
-of the model dtype per element, far below the FP8 rounding itself).
+MLA layers (``AttentionLayer.latent``) are replaced where their cache is written: with any latent
+layer the model runs with ``use_cache=True`` and a fresh ``RecordingCache`` per forward pass, and
+a latent codec (``LayerCodec(row_roundtrip, latent=True)``) replaces the ``(kv_c, k_pe)`` that
+``cache.update`` gets by what the cache gives back for the row ``[kv_c | k_pe]`` (``[tokens,
+kv_lora_rank + rope_dim]``; vLLM 0.33.0 ``concat_and_cache_mla`` then the readers' ``fp8 *
+k_scale``), so ``expand_kv`` and the attention read the dequantized latent, as vLLM's decode
+does. transformers' ``k_pe`` is de-interleaved relative to vLLM's GPT-J order when
+``rope_interleave`` is set; a per-tensor scale quantizes each element on its own, so the order
+changes no value. Every token attends to the quantized latent of every token, itself included:
+vLLM's decode, where the new token's row is written before it is read (its prefill reads the new
+tokens' own latent unquantized: ``MLAAttention.forward_impl`` passes ``k_c_normed``/``k_pe`` to
+``forward_mha``, ``vllm/model_executor/layers/attention/mla_attention.py`` at 0.33.0).
 
 Each variant's loss is the model's own (``model(input_ids, labels=input_ids).loss``: mean
 next-token cross entropy in float32); over several samples the mean is weighted by predicted
@@ -25,16 +30,17 @@ tokens. KL is ``KL(P_unquantized || P_variant)`` of the next-token distributions
 positions (``_Reference``: in chunks of ``KL_CHUNK`` positions, each clamped at 0), mean and max
 over all positions.
 
-Per layer and kind, on the *unquantized* run's K/V (the model's own activations: the same
-tensors ``calibrate`` measures and ``--activations-out`` saves, so ``verify --activations`` on
-that file reproduces these numbers): absmax, saturated fraction (``abs(f32(x) / scale) > fp8
-max``), underflow fraction (nonzero values stored as zero), relative RMS round-trip error, with
-the bytes ``quantize`` wrote; the definitions of ``kvscale.core.verify._stats``.
+``activations_out`` saves the reference run's K/V (``<layer>.k`` / ``<layer>.v``, ``[tokens,
+num_kv_heads, head_size]``; an MLA layer's two halves of the cache row, ``<layer>.kv_c``
+``[tokens, kv_lora_rank]`` and ``<layer>.k_pe`` ``[tokens, rope_dim]``, the arguments of vLLM's
+``concat_and_cache_mla``): the tensors ``calibrate`` measures, on which ``verify`` computes its
+per-layer statistics (``kvscale.core.verify.stats``) and ``plan`` quantizes each candidate.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,35 +50,65 @@ import torch
 
 from kvscale.errors import LimitExceededError, UsageError
 from kvscale.io.staging import write_file_atomic
-from kvscale.kernel.formats import FP8_FORMATS, FP8Format
-from kvscale.kernel.reference import clipped
 from kvscale.limits import MAX_ACTIVATION_BYTES
-from kvscale.model.hook import HookError, attention_hook, quiet_transformers
-from kvscale.model.load import AttentionLayer, LoadedModel, UnsupportedModelError
+from kvscale.model.hook import (
+    HookError,
+    RecordingCache,
+    attention_hook,
+    cache_kwarg_name,
+    quiet_transformers,
+)
+from kvscale.model.load import LoadedModel, UnsupportedModelError
 from kvscale.progress import ProgressEvent, ProgressFn
 
 __all__ = [
     "ACTIVATION_DTYPES",
     "KL_CHUNK",
-    "MAX_ACTIVATION_BYTES",
-    "VARIANTS",
-    "KindEval",
-    "LayerEval",
+    "REFERENCE",
+    "CacheVariant",
+    "LayerCodec",
     "ModelEvaluation",
-    "QuantizeFn",
+    "Roundtrip",
     "VariantResult",
     "evaluate_model",
+    "latent_rows",
 ]
 
-QuantizeFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""``quantize(x [tokens, kv_heads, head_size], scale float32 [1] | [kv_heads]) -> uint8 bits``."""
+Roundtrip = Callable[[torch.Tensor], torch.Tensor]
+"""``roundtrip(x) -> what the cache gives back``: ``x`` ``[tokens, num_kv_heads, head_size]`` (an
+MLA row: ``[tokens, kv_lora_rank + rope_dim]``) in the model dtype, the result float32 of the
+same shape, on x's device."""
 
-VARIANTS = ("unquantized", "fp8", "unit_scales")
+REFERENCE = "unquantized"
+"""The reference run's name: the model's own K/V, every variant's KL is against it."""
 KL_CHUNK = 256
 ACTIVATION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
-ScaleValue = float | Sequence[float]
+@dataclass(frozen=True)
+class LayerCodec:
+    """How one layer's cache stores K and V: ``k`` and ``v`` round trips; for an MLA layer
+    (``latent=True``) ``k`` is the round trip of the whole cache row ``[kv_c | k_pe]`` and ``v``
+    is None (the latent has no V of its own)."""
+
+    k: Roundtrip
+    v: Roundtrip | None = None
+    latent: bool = False
+
+    def __post_init__(self) -> None:
+        if self.latent and self.v is not None:
+            raise UsageError("a latent (MLA) codec has one round trip for the row: pass v=None")
+        if not self.latent and self.v is None:
+            raise UsageError("a K/V codec needs a v round trip")
+
+
+@dataclass(frozen=True)
+class CacheVariant:
+    """One configuration of the KV cache to run the model with."""
+
+    name: str
+    layers: Mapping[str, LayerCodec]
+    """Engine layer name -> its codec; a layer not named keeps its K/V unquantized."""
 
 
 @dataclass(frozen=True)
@@ -82,33 +118,12 @@ class VariantResult:
     """Mean next-token cross entropy (nats) over the predicted tokens."""
     ppl: float
     kl_mean: float
-    """Mean KL(unquantized || this) per predicted position; 0.0 for ``unquantized``."""
+    """Mean KL(unquantized || this) per predicted position; 0.0 for the reference."""
     kl_max: float
     tokens: int
     """Predicted tokens (each sample's length minus one)."""
-
-
-@dataclass(frozen=True)
-class KindEval:
-    scale: float | tuple[float, ...]
-    absmax: float
-    """Largest finite |x| (0.0 when none is finite)."""
-    saturated: float
-    underflow: float
-    rel_rms_error: float
-    values: int
-    nonfinite: int
-
-
-@dataclass(frozen=True)
-class LayerEval:
-    layer: AttentionLayer
-    k: KindEval
-    v: KindEval
-
-    @property
-    def name(self) -> str:
-        return self.layer.engine_name
+    seconds: float = 0.0
+    """Wall time of this variant's forward passes, its K/V round trips included."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ class ModelEvaluation:
     tokens: int
     """Tokens run through the model (per variant)."""
     variants: tuple[VariantResult, ...]
-    layers: tuple[LayerEval, ...]
+    """The reference first, then each variant in the order given."""
     activations_path: str | None
 
     def variant(self, name: str) -> VariantResult:
@@ -127,169 +142,67 @@ class ModelEvaluation:
         raise KeyError(name)
 
 
-# --- accumulators ---------------------------------------------------------------------------
-
-
-class _KindAcc:
-    """Streaming sums for one layer and kind, on the layer's device."""
-
-    __slots__ = ("absmax", "count", "err2", "nonzero", "numel", "sat", "under", "x2")
-
-    def __init__(self) -> None:
-        self.numel = 0
-        self.count: torch.Tensor | int = 0
-        self.sat: torch.Tensor | int = 0
-        self.under: torch.Tensor | int = 0
-        self.nonzero: torch.Tensor | int = 0
-        self.err2: torch.Tensor | float = 0.0
-        self.x2: torch.Tensor | float = 0.0
-        self.absmax: torch.Tensor | None = None
-
-    def add(self, x: torch.Tensor, deq: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> None:
-        # x, deq: [T, H, D]; scale broadcastable ([H, 1] or scalar). Same formulas as
-        # kvscale.core.verify._stats, summed instead of averaged so that samples can stream.
-        xf = x.float()
-        fin = torch.isfinite(xf)
-        y = xf / scale
-        nonzero = fin & (xf != 0)
-        self.numel += xf.numel()
-        self.count = self.count + fin.sum()
-        self.sat = self.sat + (clipped(y, fmt) & fin).sum()
-        self.nonzero = self.nonzero + nonzero.sum()
-        self.under = self.under + ((deq == 0) & nonzero).sum()
-        xd = torch.where(fin, xf, 0.0).double()
-        dd = torch.where(fin, deq, 0.0).double()
-        self.err2 = self.err2 + (dd - xd).pow(2).sum()
-        self.x2 = self.x2 + xd.pow(2).sum()
-        m = xd.abs().amax() if xd.numel() else torch.zeros((), dtype=torch.float64)
-        self.absmax = m if self.absmax is None else torch.maximum(self.absmax, m)
-
-    def result(self, scale: float | tuple[float, ...]) -> KindEval:
-        count = int(self.count)
-        nonzero = int(self.nonzero)
-        x2 = float(self.x2)
-        err = math.sqrt(float(self.err2) / x2) if x2 > 0 else 0.0
-        return KindEval(
-            scale=scale,
-            absmax=float(self.absmax) if self.absmax is not None else 0.0,
-            saturated=int(self.sat) / max(1, count),
-            underflow=int(self.under) / max(1, nonzero),
-            rel_rms_error=err,
-            values=self.numel,
-            nonfinite=self.numel - count,
-        )
-
-
-class _Layer:
-    __slots__ = (
-        "k_acc",
-        "k_host",
-        "k_scale",
-        "k_unit",
-        "layer",
-        "v_acc",
-        "v_host",
-        "v_scale",
-        "v_unit",
-        "saved_k",
-        "saved_v",
-    )
-
-    def __init__(self, layer: AttentionLayer, k: ScaleValue, v: ScaleValue) -> None:
-        self.layer = layer
-        self.k_host = _host_scale(layer, "k", k)
-        self.v_host = _host_scale(layer, "v", v)
-        self.k_scale: torch.Tensor | None = None  # on the layer's device, set on first use
-        self.v_scale: torch.Tensor | None = None
-        self.k_unit: torch.Tensor | None = None
-        self.v_unit: torch.Tensor | None = None
-        self.k_acc = _KindAcc()
-        self.v_acc = _KindAcc()
-        self.saved_k: list[torch.Tensor] = []
-        self.saved_v: list[torch.Tensor] = []
-
-    def scales_on(self, device: torch.device) -> None:
-        if self.k_scale is None or self.k_scale.device != device:
-            self.k_scale = _tensor(self.k_host, device)
-            self.v_scale = _tensor(self.v_host, device)
-            self.k_unit = torch.ones(1, dtype=torch.float32, device=device)
-            self.v_unit = self.k_unit
-
-
-def _host_scale(layer: AttentionLayer, kind: str, value: ScaleValue) -> float | tuple[float, ...]:
-    if isinstance(value, (int, float)):
-        return float(value)
-    values = tuple(float(x) for x in value)
-    if len(values) == 1:
-        return values[0]
-    if len(values) != layer.num_kv_heads:
-        raise UsageError(
-            f"{layer.engine_name}: {len(values)} per-head {kind} scales for "
-            f"{layer.num_kv_heads} KV heads"
-        )
-    return values
-
-
-def _tensor(value: float | tuple[float, ...], device: torch.device) -> torch.Tensor:
-    values = list(value) if isinstance(value, tuple) else [value]
-    return torch.tensor(values, dtype=torch.float32, device=device)
-
-
-def _broadcast(scale: torch.Tensor) -> torch.Tensor:
-    """A [1] / [H] scale shaped to broadcast over [T, H, D] (as reference.dequantize does)."""
-    return scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
-
-
-def _roundtrip(
-    x: torch.Tensor, scale: torch.Tensor, quantize: QuantizeFn, fp8_dtype: torch.dtype
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` [B, H, S, D] -> (tokens-major x [B*S, H, D], dequantized float32 [B*S, H, D])."""
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    """``[B, H, S, D]`` (the attention function's layout) -> tokens-major ``[B*S, H, D]``."""
     b, h, s, d = x.shape
-    flat = x.transpose(1, 2).reshape(b * s, h, d)
-    bits = quantize(flat, scale)
-    if bits.dtype != torch.uint8 or bits.shape != flat.shape:
-        raise UsageError(
-            f"quantize returned {bits.dtype} {tuple(bits.shape)}, "
-            f"expected uint8 {tuple(flat.shape)}"
-        )
-    deq = bits.view(fp8_dtype).to(torch.float32) * _broadcast(scale)
-    return flat, deq
+    return x.transpose(1, 2).reshape(b * s, h, d)
 
 
 def _back(deq: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     b, h, s, d = like.shape
+    _check_codec_output(deq, (b * s, h, d))
     return deq.to(like.dtype).reshape(b, s, h, d).transpose(1, 2)
 
 
-# --- the run --------------------------------------------------------------------------------
-
-
-def _format_of(fp8_dtype: torch.dtype) -> FP8Format:
-    name = str(fp8_dtype).removeprefix("torch.")
-    for fmt in FP8_FORMATS.values():
-        if fmt.torch_dtype == name:
-            return fmt
-    raise UsageError(f"fp8_dtype {fp8_dtype} is not an FP8 cache format")
-
-
-def _check_scales(
-    loaded: LoadedModel, scales: Mapping[str, tuple[ScaleValue, ScaleValue]]
-) -> dict[str, _Layer]:
-    names = {layer.engine_name for layer in loaded.layers}
-    missing = sorted(names - set(scales))
-    extra = sorted(set(scales) - names)
-    if missing:
+def _check_codec_output(deq: torch.Tensor, shape: tuple[int, ...]) -> None:
+    if deq.dtype != torch.float32 or tuple(deq.shape) != shape:
         raise UsageError(
-            f"no scales for {len(missing)} of the model's attention layers, first {missing[0]}"
+            f"a codec returned {deq.dtype} {tuple(deq.shape)}, expected float32 {shape}"
         )
-    if extra:
-        raise UsageError(
-            f"scales for {len(extra)} layer(s) the model does not have, first {extra[0]}"
-        )
-    return {layer.engine_name: _Layer(layer, *scales[layer.engine_name]) for layer in loaded.layers}
+
+
+def latent_rows(kv_c: torch.Tensor, k_pe: torch.Tensor) -> torch.Tensor:
+    """``cache.update``'s ``[B, 1, S, kv_lora_rank]`` and ``[B, 1, S, rope_dim]`` -> the cache
+    rows ``[B*S, kv_lora_rank + rope_dim]`` (``[kv_c | k_pe]``, vLLM's row layout)."""
+    b, _, s, _ = kv_c.shape
+    return torch.cat([kv_c, k_pe], dim=-1).reshape(b * s, -1)
+
+
+def _latent_back(
+    deq: torch.Tensor, kv_c: torch.Tensor, k_pe: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    b, _, s, rank = kv_c.shape
+    _check_codec_output(deq, (b * s, rank + k_pe.shape[-1]))
+    rows = deq.to(kv_c.dtype).reshape(b, 1, s, -1)
+    return rows[..., :rank].contiguous(), rows[..., rank:].contiguous()
+
+
+def _check_variants(loaded: LoadedModel, variants: Sequence[CacheVariant]) -> None:
+    layers = {layer.engine_name: layer for layer in loaded.layers}
+    seen: set[str] = {REFERENCE}
+    for variant in variants:
+        if variant.name in seen:
+            raise UsageError(f"variant {variant.name!r} given twice (or named like the reference)")
+        seen.add(variant.name)
+        extra = sorted(set(variant.layers) - set(layers))
+        if extra:
+            raise UsageError(
+                f"variant {variant.name!r} names {len(extra)} layer(s) the model does not have, "
+                f"first {extra[0]}"
+            )
+        for name, codec in variant.layers.items():
+            latent = layers[name].latent is not None
+            if codec.latent != latent:
+                raise UsageError(
+                    f"variant {variant.name!r}: {name} caches "
+                    + ("an MLA latent row" if latent else "K and V")
+                    + ", its codec "
+                    + ("a latent row" if codec.latent else "K and V")
+                )
 
 
 def _activation_budget(loaded: LoadedModel, tokens: int, dtype: torch.dtype, path: Path) -> None:
+    # An MLA layer: one row of head_size (kv_lora_rank + rope_dim) values, v_head_size 0.
     per_token = sum(
         layer.num_kv_heads * (layer.head_size + layer.v_head_size) for layer in loaded.layers
     )
@@ -353,35 +266,22 @@ def _ppl(loss: float) -> float:
 def evaluate_model(
     loaded: LoadedModel,
     samples: Sequence[Sequence[int]],
-    scales: Mapping[str, tuple[ScaleValue, ScaleValue]],
+    variants: Sequence[CacheVariant],
     *,
-    quantize: QuantizeFn,
-    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-    variants: Sequence[str] = VARIANTS,
     activations_out: Path | str | None = None,
     activations_dtype: str | None = None,
     progress: ProgressFn | None = None,
 ) -> ModelEvaluation:
-    """Run ``variants`` over ``samples`` (see the module doc) at ``scales``.
+    """Run the reference and ``variants`` over ``samples`` (see the module doc).
 
-    ``scales`` maps every engine layer name of ``loaded.layers`` to ``(k_scale, v_scale)``,
-    each a float or one float per KV head, as the engine holds them (float32 values).
-    ``fp8_dtype``: the cache format the bits are in (``torch.float8_e4m3fn``; its finite max is
-    the saturation bound). ``activations_out``: also write the unquantized K/V as a safetensors
-    file (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``) in
+    ``activations_out``: also write the reference run's K/V as a safetensors file
+    (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``; MLA layers
+    ``<layer>.kv_c`` ``[tokens, kv_lora_rank]`` / ``<layer>.k_pe`` ``[tokens, rope_dim]``) in
     ``activations_dtype`` (default: the model dtype, lossless), atomically.
     """
-    variants = tuple(variants)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants or len(set(variants)) != len(variants):
-        raise UsageError(f"variants {list(variants)!r}: each of {', '.join(VARIANTS)} at most once")
-    if "unquantized" not in variants:
-        variants = ("unquantized", *variants)
-    order = [v for v in VARIANTS if v in variants]
     if not samples or any(len(s) == 0 for s in samples):
         raise UsageError("evaluation needs at least one non-empty sample")
-    layers = _check_scales(loaded, scales)
-    fmt = _format_of(fp8_dtype)
+    _check_variants(loaded, variants)
     save_path = Path(activations_out) if activations_out is not None else None
     save_dtype = None
     if save_path is not None:
@@ -393,34 +293,62 @@ def evaluate_model(
         save_dtype = ACTIVATION_DTYPES[name]
         _activation_budget(loaded, sum(len(s) for s in samples), save_dtype, save_path)
     model = loaded.model
-    by_module = {id(model.get_submodule(s.layer.module_path)): s for s in layers.values()}
-    state = {"mode": "unquantized"}
+    by_module = {
+        id(model.get_submodule(layer.module_path)): layer
+        for layer in loaded.layers
+        if layer.latent is None
+    }
+    latent_by_idx = {layer.layer_idx: layer for layer in loaded.layers if layer.latent is not None}
+    saved: dict[str, list[torch.Tensor]] = {
+        f"{layer.engine_name}.{kind}": []
+        for layer in loaded.layers
+        for kind in (("kv_c", "k_pe") if layer.latent is not None else ("k", "v"))
+    }
+    active: dict[str, Mapping[str, LayerCodec] | None] = {"codecs": None}
 
     def on_kv(
         module: Any, key: torch.Tensor, value: torch.Tensor, _: dict[str, Any]
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        slot = by_module.get(id(module))
-        if slot is None:
+        layer = by_module.get(id(module))
+        if layer is None:
             return None
-        slot.scales_on(key.device)
-        mode = state["mode"]
-        if mode == "unquantized":
-            assert slot.k_scale is not None and slot.v_scale is not None
-            kf, kd = _roundtrip(key, slot.k_scale, quantize, fp8_dtype)
-            vf, vd = _roundtrip(value, slot.v_scale, quantize, fp8_dtype)
-            slot.k_acc.add(kf, kd, _broadcast(slot.k_scale), fmt)
-            slot.v_acc.add(vf, vd, _broadcast(slot.v_scale), fmt)
+        codecs = active["codecs"]
+        if codecs is None:
             if save_dtype is not None:
-                slot.saved_k.append(kf.detach().to("cpu", save_dtype))
-                slot.saved_v.append(vf.detach().to("cpu", save_dtype))
+                saved[f"{layer.engine_name}.k"].append(_flat(key).detach().to("cpu", save_dtype))
+                saved[f"{layer.engine_name}.v"].append(_flat(value).detach().to("cpu", save_dtype))
             return None
-        ks, vs = (slot.k_scale, slot.v_scale) if mode == "fp8" else (slot.k_unit, slot.v_unit)
-        assert ks is not None and vs is not None
-        kd = _roundtrip(key, ks, quantize, fp8_dtype)[1]
-        vd = _roundtrip(value, vs, quantize, fp8_dtype)[1]
-        return _back(kd, key), _back(vd, value)
+        codec = codecs.get(layer.engine_name)
+        if codec is None:
+            return None
+        assert codec.v is not None  # _check_variants: K/V layers get K/V codecs
+        return _back(codec.k(_flat(key)), key), _back(codec.v(_flat(value)), value)
 
-    sums = {v: [0.0, 0.0, 0.0] for v in order}  # loss * n, kl sum, kl max
+    def on_update(
+        layer_idx: int, kv_c: torch.Tensor, k_pe: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        layer = latent_by_idx.get(layer_idx)
+        if layer is None:
+            return None
+        codecs = active["codecs"]
+        if codecs is None:
+            if save_dtype is not None:
+                for kind, part in (("kv_c", kv_c), ("k_pe", k_pe)):
+                    flat = part.detach().reshape(-1, part.shape[-1]).to("cpu", save_dtype)
+                    saved[f"{layer.engine_name}.{kind}"].append(flat)
+            return None
+        codec = codecs.get(layer.engine_name)
+        if codec is None:
+            return None
+        return _latent_back(codec.k(latent_rows(kv_c, k_pe)), kv_c, k_pe)
+
+    forward_kwargs: dict[str, Any] = {"use_cache": False}
+    cache_kwarg = cache_kwarg_name(model) if latent_by_idx else None
+
+    runs: list[tuple[str, Mapping[str, LayerCodec] | None]] = [(REFERENCE, None)]
+    runs.extend((v.name, v.layers) for v in variants)
+    sums = {name: [0.0, 0.0, 0.0] for name, _ in runs}  # loss * n, kl sum, kl max
+    seconds = dict.fromkeys(sums, 0.0)
     predicted = 0
     tokens = 0
     device = loaded.input_device
@@ -430,21 +358,29 @@ def evaluate_model(
                 ids = torch.tensor([list(sample)], dtype=torch.long, device=device)
                 n = len(sample) - 1
                 ref: _Reference | None = None
-                for variant in order:
-                    state["mode"] = variant
-                    out = model(input_ids=ids, labels=ids, use_cache=False)
+                for name, codecs in runs:
+                    active["codecs"] = codecs
+                    if cache_kwarg is not None:
+                        # MLA: a fresh cache per pass, its update the replacement point.
+                        forward_kwargs = {
+                            "use_cache": True,
+                            cache_kwarg: RecordingCache(model.config, on_update),
+                        }
+                    began = time.perf_counter()
+                    out = model(input_ids=ids, labels=ids, **forward_kwargs)
                     logits = out.logits[0]
                     if n > 0:
-                        sums[variant][0] += float(out.loss) * n
-                    if variant == "unquantized":
+                        sums[name][0] += float(out.loss) * n
+                    if codecs is None:
                         ref = _Reference(logits, n) if n > 0 else None
                     elif ref is not None:
                         kl_sum, kl_max = ref.kl(logits)
-                        acc = sums[variant]
+                        acc = sums[name]
                         acc[1] += kl_sum
                         # max() would drop a NaN; a NaN KL must stay visible.
                         acc[2] = kl_max if math.isnan(kl_max) or kl_max > acc[2] else acc[2]
                     del out, logits
+                    seconds[name] += time.perf_counter() - began
                 predicted += max(0, n)
                 tokens += len(sample)
                 if progress is not None:
@@ -453,45 +389,38 @@ def evaluate_model(
         raise UnsupportedModelError(loaded.path, str(exc)) from None
 
     results = []
-    for variant in order:
-        loss_sum, kl_sum, kl_max = sums[variant]
+    for name, _ in runs:
+        loss_sum, kl_sum, kl_max = sums[name]
         loss = loss_sum / predicted if predicted else math.nan
         results.append(
             VariantResult(
-                name=variant,
+                name=name,
                 loss=loss,
                 ppl=_ppl(loss),
                 kl_mean=kl_sum / predicted if predicted else math.nan,
                 kl_max=kl_max,
                 tokens=predicted,
+                seconds=seconds[name],
             )
         )
-    layer_results = tuple(
-        LayerEval(s.layer, s.k_acc.result(s.k_host), s.v_acc.result(s.v_host))
-        for s in sorted(layers.values(), key=lambda s: s.layer.layer_idx)
-    )
     written = None
     if save_path is not None:
-        _write_activations(save_path, layers, loaded)
+        _write_activations(save_path, saved, loaded)
         written = str(save_path)
     return ModelEvaluation(
-        samples=len(samples),
-        tokens=tokens,
-        variants=tuple(results),
-        layers=layer_results,
-        activations_path=written,
+        samples=len(samples), tokens=tokens, variants=tuple(results), activations_path=written
     )
 
 
-def _write_activations(path: Path, layers: Mapping[str, _Layer], loaded: LoadedModel) -> None:
+def _write_activations(
+    path: Path, saved: Mapping[str, list[torch.Tensor]], loaded: LoadedModel
+) -> None:
     from safetensors.torch import save_file
 
     tensors: dict[str, torch.Tensor] = {}
-    for name, slot in layers.items():
-        tensors[f"{name}.k"] = torch.cat(slot.saved_k).contiguous()
-        tensors[f"{name}.v"] = torch.cat(slot.saved_v).contiguous()
-        slot.saved_k.clear()
-        slot.saved_v.clear()
+    for name, parts in saved.items():
+        tensors[name] = torch.cat(parts).contiguous()
+        parts.clear()
     metadata = {"producer": "kvscale verify --model", "model": loaded.path}
     write_file_atomic(
         path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), "activations"

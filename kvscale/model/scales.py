@@ -29,6 +29,8 @@ E4M3_MAX = 448.0
 
 __all__ = [
     "E4M3_MAX",
+    "NVFP4_GLOBAL_DIVISOR",
+    "nvfp4_global_scale",
     "check_scale_options",
     "kv_scale",
     "kv_scales",
@@ -78,3 +80,18 @@ def kv_scales(
     if isinstance(amax, (int, float)):
         return kv_scale(float(amax), headroom=headroom, min_scale=min_scale)
     return tuple(kv_scale(float(a), headroom=headroom, min_scale=min_scale) for a in amax)
+
+
+NVFP4_GLOBAL_DIVISOR = 448.0 * 6.0
+"""e4m3's max block scale times e2m1's max value: ``amax / 2688`` is the global scale that lets
+the largest block of the tensor use block scale 448 (vLLM's NVFP4 write takes the checkpoint
+value unchanged as the global dequantization scale: ``kv-dtypes.md`` §4.1)."""
+
+
+def nvfp4_global_scale(amax: float) -> float:
+    """The NVFP4 global scale of a tensor whose largest |x| is ``amax``, in float32:
+    ``f32(f32(amax) / 2688)``."""
+    a = to_float32(float(amax))
+    if not math.isfinite(a) or a < 0.0:
+        raise ValueError(f"amax must be a finite non-negative number, got {amax!r}")
+    return to_float32(a / NVFP4_GLOBAL_DIVISOR)

@@ -118,10 +118,13 @@ def inspect_annotations(
     for p in report.problems:
         if policy.allowed(p):
             continue
-        level = "error" if policy.fails(p) else "warning"
+        level = (
+            "error" if policy.fails(p) else "notice" if p.severity is Severity.INFO else "warning"
+        )
         groups[(level, p.code)].append(p)
     out: list[str] = []
-    order = sorted(groups, key=lambda key: (key[0] != "error", key[1]))
+    levels = ("error", "warning", "notice")
+    order = sorted(groups, key=lambda key: (levels.index(key[0]), key[1]))
     for level, code in order:
         items = groups[(level, code)]
         layers = list(dict.fromkeys(name for p in items for name in (p.layer, *p.layers) if name))

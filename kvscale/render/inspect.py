@@ -46,6 +46,7 @@ def layer_json(layer: ResolvedLayer) -> dict[str, Any]:
             kind: _source_json(layer.sources[kind]) for kind in KIND_ORDER if kind in layer.sources
         },
         "error": layer.error,
+        "cache": layer.cache.to_json() if layer.cache is not None else None,
     }
 
 
@@ -84,6 +85,8 @@ def inspect_json(
         "engine": report.engine,
         "policy_file": applied.get("policy_file"),
         "options": applied.get("options", report.options.chosen()),
+        "kv_cache_dtype_skip_layers": list(report.settings.skip_layers),
+        "gpu_arch": report.settings.gpu_arch,
         "rounding": None
         if rounding is None
         else {
@@ -101,6 +104,7 @@ def inspect_json(
             "rules": dict(sorted(rules.items())),
             "errors": len(report.errors),
             "warnings": len(report.warnings),
+            "info": len(report.problems) - len(report.errors) - len(report.warnings),
             "failing": len(failing),
         },
     }
@@ -136,7 +140,13 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
     engine = report.engine
     line = (
         f"{verdict}: {len(report.layers)} attention layers ({rule_text}); "
-        f"{len(report.errors)} errors, {len(report.warnings)} warnings; "
+        f"{len(report.errors)} errors, {len(report.warnings)} warnings"
+        + (
+            f", {infos} info"
+            if (infos := len(report.problems) - len(report.errors) - len(report.warnings))
+            else ""
+        )
+        + "; "
         f"{engine['name']} {engine['version']}, "
         f"quant_method {report.quant_method or 'none'}, engine path {report.engine_path.value}, "
         f"kv cache {kv}, model dtype {report.model_dtype}, platform {report.platform}"
@@ -214,7 +224,8 @@ def inspect_renderables(
         grid.add_column("source", no_wrap=True)
         grid.add_column("problems", no_wrap=True)
         for label, layer in zip(labels, report.layers, strict=True):
-            items = by_layer.get(layer.name, [])
+            # Facts (info) are told once, below the table; the column is for problems.
+            items = [p for p in by_layer.get(layer.name, []) if p.severity is not Severity.INFO]
             codes = Counter(p.code for p in items)
             worst = any(p.severity is Severity.ERROR for p in items)
             problem_text = Text(
@@ -241,9 +252,9 @@ def inspect_renderables(
             grouped[p.code].append(p)
         lines = Text()
         for code, items in sorted(grouped.items(), key=lambda kv: (_rank(kv[1]), kv[0])):
-            severity = "error" if any(p.severity is Severity.ERROR for p in items) else "warning"
+            severity = _worst(items).value
             fails = any(id(p) in failing_ids for p in items)
-            style = "bold red" if severity == "error" else "yellow"
+            style = {"error": "bold red", "warning": "yellow"}.get(severity, "cyan")
             lines.append(f"{severity} {code}", style=style)
             lines.append(f" ({len(items)})" if len(items) > 1 else "")
             lines.append("" if fails else "  (does not fail the run)", style="dim")
@@ -287,5 +298,12 @@ def total_line(summary: Mapping[str, int]) -> RenderableType:
     )
 
 
+def _worst(items: Sequence[Problem]) -> Severity:
+    for severity in (Severity.ERROR, Severity.WARNING):
+        if any(p.severity is severity for p in items):
+            return severity
+    return Severity.INFO
+
+
 def _rank(items: list[Problem]) -> int:
-    return 0 if any(p.severity is Severity.ERROR for p in items) else 1
+    return list(Severity).index(_worst(items))

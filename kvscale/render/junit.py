@@ -58,7 +58,7 @@ CHECKS: tuple[Check, ...] = (
         "kv-scales-present",
         "layer",
         "Do calibrated k and v scales reach this layer?",
-        ("default-scale-used", "scale-missing"),
+        ("default-scale-used", "scale-missing", "scales-not-loaded"),
     ),
     Check(
         "scale-names",
@@ -125,7 +125,15 @@ CHECKS: tuple[Check, ...] = (
         "quant-config",
         "model",
         "Does the quantization config make the engine use the scales?",
-        ("scales-unused", "scales-without-quant-config", "unknown-quant-method"),
+        (
+            "scales-unused",
+            "scales-without-quant-config",
+            "unknown-quant-method",
+            "scales-in-cache",
+            "layers-kept-unquantized",
+            "skip-entry-matches-nothing",
+            "v-scale-unused",
+        ),
     ),
     Check(
         "files-consistent",
@@ -148,6 +156,9 @@ CHECKS: tuple[Check, ...] = (
             "format-overridden-by-backend",
             "misleading-engine-log",
             "scales-never-used",
+            "backend-refuses-scale",
+            "backend-unsupported-dtype",
+            "no-in-tree-backend",
         ),
     ),
     # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.
@@ -182,6 +193,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-not-calibrated",
             "nonfinite-activations",
             "scales-replaced",
+            "calibrated-scales-not-loaded",
         ),
     ),
 )

@@ -31,6 +31,11 @@ def _stats_json(stats: KindStats | None) -> dict[str, Any] | None:
         "mismatched_bytes": stats.mismatched_bytes,
         "data": stats.data,
         "failures": list(stats.failures),
+        **(
+            {}
+            if stats.zero_blocks is None
+            else {"zero_blocks": stats.zero_blocks, "saturated_blocks": stats.saturated_blocks}
+        ),
     }
 
 
@@ -65,6 +70,8 @@ def verify_json(
         "platform": result.platform,
         "tokens": result.tokens,
         "thresholds": dict(result.thresholds),
+        "checked": list(result.checked),
+        "not_checked": list(result.not_checked),
         "notes": list(result.notes),
         "synthetic_layers": list(result.synthetic_layers),
         "policy_file": (applied or {}).get("policy_file"),
@@ -130,7 +137,10 @@ def _kernel_text(result: VerifyResult) -> str:
 
 def verdict_line(result: VerifyResult) -> str:
     passed = sum(layer.passed for layer in result.layers)
-    limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
+    limits = (
+        ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
+        or "self-scaled or unquantized cache: errors reported, not judged"
+    )
     verdict = "OK" if result.ok else "FAIL"
     line = (
         f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); "
@@ -156,6 +166,14 @@ def verdict_line(result: VerifyResult) -> str:
     return line
 
 
+def coverage_line(result: VerifyResult) -> str:
+    """What the verdict rests on, and what it does not."""
+    line = "checked: " + "; ".join(result.checked)
+    if result.not_checked:
+        line += ". NOT checked: " + "; ".join(result.not_checked)
+    return line
+
+
 def verify_lines(result: VerifyResult) -> list[str]:
     """``--quiet``: one line per failure, then the verdict."""
     out = []
@@ -167,6 +185,7 @@ def verify_lines(result: VerifyResult) -> list[str]:
                 out.extend(f"{layer.name} {kind}: {reason}" for reason in stats.failures)
     if result.model_eval is not None:
         out.extend(f"model: {failure}" for failure in result.model_eval.failures)
+    out.append(coverage_line(result))
     out.append(verdict_line(result))
     return out
 
@@ -259,5 +278,7 @@ def verify_renderables(
         out.append(safe_text(model_eval_line(result.model_eval)))
         for failure in result.model_eval.failures:
             out.append(safe_text(f"model: {failure}", "bold red"))
+    # The verdict stays the last line (CI logs and scripts read it); what it rests on before it.
+    out.append(safe_text(coverage_line(result), "dim" if not result.not_checked else "yellow"))
     out.append(Text(verdict_line(result), style="bold green" if result.ok else "bold red"))
     return out

@@ -1,14 +1,19 @@
 """``verify --data``: run the model on real text with the cache quantized at the target's scales,
 at 1.0 and unquantized, and keep its own K/V for the per-layer statistics.
+
+MLA layers (``AttentionLayer.latent``) cache one row ``[kv_c | k_pe]`` per token; their variants
+are vLLM 0.33.0's latent cache (``concat_and_cache_mla`` with the layer's k scale, ``skip_scale``
+at exactly 1.0, read back as ``fp8 * k_scale``: ``kvscale.kernel.roundtrip.mla_latent_roundtrip``;
+the v scale is never read), and the saved activations hold the row as ``<layer>.kv``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +26,9 @@ from kvscale.errors import (
 )
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.progress import ProgressFn
+
+if TYPE_CHECKING:
+    from kvscale.model.load import LatentRow
 
 
 @dataclass(frozen=True)
@@ -157,11 +165,9 @@ def run_model(
 ) -> ModelEval:
     """Run the model on the data three times (unquantized, FP8 at the target's scales, FP8 at
     1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
-    import functools
-
-    from kvscale.kernel.reference import quantize_to_bits
+    from kvscale.kernel.roundtrip import QuantizeFn, fp8_roundtrip, mla_latent_roundtrip
     from kvscale.model.data import load_calibration_data
-    from kvscale.model.evaluate import evaluate_model
+    from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model
     from kvscale.model.load import load_model
 
     model_path = model_options.model
@@ -196,30 +202,55 @@ def run_model(
         encode=loaded.encode if loaded.has_tokenizer else None,
         vocab_size=loaded.vocab_size,
     )
-    scales = {
-        layer.name: (
-            layer.k_device if len(layer.k_device) > 1 else layer.k_device[0],
-            layer.v_device if len(layer.v_device) > 1 else layer.v_device[0],
-        )
-        for layer in target.layers
-    }
-    quantize: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    quantize: QuantizeFn | None = None
     if engine_write is not None:
         # The FP8 cache the model reads is the one the serving engine writes.
         quantize = engine_write.write
         fmt = resolve_kv_cache_dtype(engine_write.stored_kv_cache_dtype).fp8 or fmt
     elif kernel is not None:
         quantize = kernel_quantize(kernel, kv_name)
-    else:
-        quantize = functools.partial(quantize_to_bits, fmt=fmt)
+    one = torch.ones(1, dtype=torch.float32)
+    latent = {layer.engine_name: layer.latent for layer in loaded.layers if layer.latent}
+    if latent:
+        _check_latent_target(target, latent)
+    mla_write = None
+    if latent and kernel is not None:
+        from kvscale.kernel.triton_mla import concat_and_cache_mla
+
+        mla_write = concat_and_cache_mla
+
+    def codec(name: str, k: torch.Tensor, v: torch.Tensor) -> LayerCodec:
+        row = latent.get(name)
+        if row is not None:
+            return LayerCodec(
+                mla_latent_roundtrip(k, kv_name, row.kv_lora_rank, mla_write), latent=True
+            )
+        return LayerCodec(fp8_roundtrip(k, fmt, quantize), fp8_roundtrip(v, fmt, quantize))
+
+    variants = [
+        CacheVariant(
+            "fp8",
+            {
+                layer.name: codec(
+                    layer.name,
+                    torch.tensor(layer.k_device, dtype=torch.float32),
+                    torch.tensor(layer.v_device, dtype=torch.float32),
+                )
+                for layer in target.layers
+            },
+        ),
+        CacheVariant(
+            "unit_scales", {layer.name: codec(layer.name, one, one) for layer in target.layers}
+        ),
+    ]
+    names = {layer.engine_name for layer in loaded.layers}
+    missing = sorted(names - {layer.name for layer in target.layers})
+    if missing:
+        raise UsageError(
+            f"no scales for {len(missing)} of the model's attention layers, first {missing[0]}"
+        )
     evaluation = evaluate_model(
-        loaded,
-        data.samples,
-        scales,
-        quantize=quantize,
-        fp8_dtype=getattr(torch, fmt.torch_dtype),
-        activations_out=activations_file,
-        progress=progress,
+        loaded, data.samples, variants, activations_out=activations_file, progress=progress
     )
     unq, fp8, unit = (evaluation.variant(name) for name in ("unquantized", "fp8", "unit_scales"))
     return ModelEval(
@@ -241,3 +272,21 @@ def run_model(
         max_ppl_increase=model_options.max_ppl_increase,
         max_kl=model_options.max_kl,
     )
+
+
+def _check_latent_target(target: Target, latent: Mapping[str, LatentRow]) -> None:
+    """The MLA variants model vLLM's latent cache, which reads one k scale per layer."""
+    engine = target.engine.get("name")
+    if engine != "vllm":
+        raise UsageError(
+            f"verify --data on MLA layers ({next(iter(latent))}, ...) runs vLLM 0.33.0's latent "
+            f"cache write (concat_and_cache_mla); {engine or 'this engine'} writes and reads the "
+            "latent otherwise (SGLang 0.5.23: MLATokenToKVPool stores it unscaled)",
+            hint="use --engine vllm",
+        )
+    for layer in target.layers:
+        if layer.name in latent and len(layer.k_device) != 1:
+            raise UsageError(
+                f"{layer.name} is an MLA layer (one latent row per token, one k scale), but the "
+                f"target holds {len(layer.k_device)} per-head k scales for it"
+            )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvscale.cache_formats import CacheFormat
 from kvscale.conventions import (
     attention_prefix,
     convention_of,
@@ -23,6 +24,7 @@ from kvscale.engine.base import (
     Engine,
     EnginePath,
     EngineSettings,
+    LayerCache,
     MappedName,
     NameContext,
     QuantConfig,
@@ -44,6 +46,7 @@ from kvscale.engine.sglang import (
 from kvscale.engine.sglang import (
     kv_cache_dtypes as kv_dtypes,
 )
+from kvscale.errors import UsageError
 from kvscale.layers import is_kv_cache_layer
 from kvscale.model_config import ModelShape, RawQuantConfig
 from kvscale.problems import Problem, problem
@@ -244,6 +247,12 @@ class SglangEngine(Engine):
         options: EngineOptions,
         weight_dtypes: frozenset[str],
     ) -> tuple[EngineSettings, str]:
+        if options.kv_cache_dtype_skip_layers:
+            raise UsageError(
+                "--kv-cache-dtype-skip-layers is vLLM's: SGLang 0.5.23 has no per-layer "
+                "KV-cache dtype (no such field in srt/arg_groups/fields)",
+                hint="drop the option, or use --engine vllm",
+            )
         kv_dtype = quant_config.effective_kv_cache_dtype(options.requested_kv_cache_dtype, quant)
         model_dtype, how = quant_config.resolve_model_dtype(
             options.model_dtype, shape, weight_dtypes
@@ -260,8 +269,40 @@ class SglangEngine(Engine):
             uses_kv_scales=kv_dtype in kv_dtypes.FP8_KV_CACHE_DTYPES,
             scale_dtype="float32",
             attention_backend=options.attention_backend,
+            gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        return kv_dtypes.cache_format(kv_cache_dtype, platform, latent=latent)
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """``python -m sglang.launch_server`` (srt/server_args.py); SGLang 0.5.23 has no
+        per-layer KV-cache dtype."""
+        if skip_layers:
+            raise UsageError("SGLang 0.5.23 cannot keep single layers unquantized")
+        out = ["python", "-m", "sglang.launch_server", "--model-path", checkpoint]
+        out += ["--kv-cache-dtype", kv_cache_dtype]
+        if attention_backend is not None:
+            out += ["--attention-backend", attention_backend]
+        return tuple(out)
+
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        latent = shape.latent_width is not None
+        return LayerCache(
+            settings.kv_cache_dtype,
+            kv_dtypes.cache_format(settings.kv_cache_dtype, settings.platform, latent=latent),
+            latent,
+        )
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         loader = _loader(context.shape.architectures)

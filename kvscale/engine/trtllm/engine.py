@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kvscale.cache_formats import FP8_E4M3, MODEL_DTYPE, NVFP4, CacheFormat
 from kvscale.conventions import convention_of, looks_like_kv_scale
 from kvscale.engine.base import (
     Engine,
     EnginePath,
     EngineSettings,
+    LayerCache,
     MappedName,
     NameContext,
     QuantConfig,
@@ -75,6 +77,16 @@ class TrtllmEngine(Engine):
             ),
             how,
         )
+
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        return {"auto": MODEL_DTYPE, "fp8": FP8_E4M3, "nvfp4": NVFP4}[kv_cache_dtype]
+
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        latent = shape.latent_width is not None
+        fmt = self.cache_format(settings.kv_cache_dtype, settings.platform, latent=latent)
+        return LayerCache(settings.kv_cache_dtype, fmt, latent)
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         if not looks_like_kv_scale(tensor):

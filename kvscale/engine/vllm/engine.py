@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import (
     attention_prefix,
     engine_layer_name,
     is_kv_scheme_extra,
+    layer_index,
     looks_like_kv_scale,
 )
 from kvscale.engine.base import (
@@ -22,6 +24,7 @@ from kvscale.engine.base import (
     Engine,
     EnginePath,
     EngineSettings,
+    LayerCache,
     MappedName,
     NameContext,
     QuantConfig,
@@ -32,8 +35,8 @@ from kvscale.engine.base import (
 )
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
+from kvscale.engine.vllm import backends, names, quant_config, rules, skip_layers
 from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
-from kvscale.engine.vllm import names, quant_config, rules
 from kvscale.engine.vllm.architectures import (
     CHECKPOINT_PREFIX_RENAMES,
     NOT_AUTO_LOADED,
@@ -64,7 +67,7 @@ class VllmEngine(Engine):
     name = EngineName.VLLM.value
     version = ENGINES[EngineName.VLLM].release
     kv_cache_dtypes = kv_dtypes.KV_CACHE_DTYPES
-    attention_backends = ("flash_attn", "triton_attn", "flashinfer")
+    attention_backends = tuple(name.lower() for name in backends.BACKENDS)
 
     def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
         return quant_config.parse_quant_config(raw)
@@ -87,17 +90,89 @@ class VllmEngine(Engine):
             model_dtype=model_dtype,
             num_heads=shape.num_attention_heads,
             num_kv_heads=shape.kv_heads,
+            head_size=shape.latent_width or shape.head_size,
             ct_strategy=quant.ct_strategy,
             ct_has_config_groups=quant.ct_has_config_groups,
-            refusal=quant.refusal or quant_config.kv_dtype_refusal(kv_dtype, quant),
-            uses_kv_scales=kv_dtypes.is_quantized_kv_cache(kv_dtype)
-            and not kv_dtypes.uses_per_token_head_scales(kv_dtype),
+            # The engine config is validated (the float KV cache against the model dtype)
+            # before the quantization config is built.
+            refusal=quant_config.float_kv_cache_refusal(
+                options.requested_kv_cache_dtype, model_dtype
+            )
+            or quant.refusal,
+            dtype_refusals=quant_config.layer_dtype_refusals(quant),
+            uses_kv_scales=kv_dtypes.cache_format(
+                kv_dtype, options.platform_name
+            ).scale_use.reads_checkpoint,
             # BaseKVCacheMethod builds its parameters under the model dtype; the
             # compressed-tensors path holds float32 ones.
             scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
             attention_backend=options.attention_backend,
+            # resolve_kv_cache_dtype_string's result decides the boundary layers (the
+            # compressed-tensors promotion of auto to fp8, later, adds none).
+            skip_layers=skip_layers.effective_skip_layers(
+                options.kv_cache_dtype_skip_layers or (), kv_dtype, shape
+            ),
+            gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    supports_skip_layers = True
+    # CudaPlatform.get_valid_backends (platforms/cuda.py) lists FLASH_ATTN first for MHA.
+    default_attention_backend = "flash_attn"
+
+    def cache_format(
+        self, kv_cache_dtype: str, platform: str, *, latent: bool = False
+    ) -> CacheFormat:
+        return kv_dtypes.cache_format(kv_cache_dtype, platform)
+
+    def backends_for(
+        self,
+        kv_cache_dtype: str,
+        *,
+        head_size: int | None,
+        gpu_arch: str | None,
+        latent: bool,
+    ) -> tuple[str, ...] | None:
+        names = backends.backends_for(
+            kv_cache_dtype, mla=latent, head_size=head_size, gpu_arch=gpu_arch
+        )
+        return tuple(name.lower() for name in names)
+
+    def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
+        runs = self.backends_for(kv_cache_dtype, head_size=None, gpu_arch=None, latent=False)
+        return tuple(b for b in backends.PER_HEAD_BACKENDS if runs and b in runs)
+
+    def serve_command(
+        self,
+        checkpoint: str,
+        kv_cache_dtype: str,
+        *,
+        skip_layers: Sequence[str] = (),
+        attention_backend: str | None = None,
+    ) -> tuple[str, ...]:
+        """``vllm serve``: ``--kv-cache-dtype-skip-layers`` takes its entries space-separated
+        (a ``list[str]`` field: argparse ``nargs="+"``, engine/arg_utils.py); the backend by its
+        ``AttentionBackendEnum`` name."""
+        out = ["vllm", "serve", checkpoint, "--kv-cache-dtype", kv_cache_dtype]
+        if skip_layers:
+            out += ["--kv-cache-dtype-skip-layers", *skip_layers]
+        if attention_backend is not None:
+            out += ["--attention-backend", attention_backend.upper()]
+        return tuple(out)
+
+    def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        """``Attention.__init__`` (layers/attention/attention.py) and ``MLAAttention.__init__``
+        (layers/attention/mla_attention.py): the skip list turns a layer's dtype into ``auto``
+        (``kvscale.engine.vllm.skip_layers``); a sparse MLA backend then canonicalises the
+        dtype (``backends.sparse_mla_kv_cache_dtype``)."""
+        latent = shape.latent_width is not None
+        why = skip_layers.skipped_by(
+            layer_index(name), settings.skip_layers, settings.kv_cache_dtype, shape, latent=latent
+        )
+        dtype = "auto" if why else settings.kv_cache_dtype
+        if latent:
+            dtype = backends.sparse_mla_kv_cache_dtype(settings.attention_backend, dtype)
+        return LayerCache(dtype, kv_dtypes.cache_format(dtype, settings.platform), latent, why)
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
@@ -223,7 +298,8 @@ class VllmEngine(Engine):
     def engine_problems(
         self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
     ) -> list[Problem]:
-        out = _backend_problems(layers, settings)
+        out = _backend_dtype_problems(layers, settings)
+        out.extend(_backend_problems(layers, settings))
         # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
         # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
         # warns once per process: one problem naming every such layer.
@@ -297,6 +373,76 @@ class VllmEngine(Engine):
             if mapped.layer == f"{prefix}.attn" and mapped.kind == kind:
                 return candidate
         return None
+
+
+def _backend_dtype_problems(
+    layers: Sequence[ResolvedLayer], settings: EngineSettings
+) -> list[Problem]:
+    """Layers no attention backend runs (``kvscale.engine.vllm.backends``): the one chosen with
+    --attention-backend refuses their dtype here (vLLM: "Selected backend ... is not valid for
+    this configuration"), or none of the engine's does ("No valid attention backend found")."""
+    by_dtype: dict[tuple[str, bool], list[str]] = {}
+    for layer in layers:
+        if layer.cache is not None and layer.error is None:
+            key = (layer.cache.kv_cache_dtype, layer.cache.latent)
+            by_dtype.setdefault(key, []).append(layer.name)
+    chosen = backends.lookup(settings.attention_backend) if settings.attention_backend else None
+    gpu = f" on {settings.gpu_arch}" if settings.gpu_arch else ""
+    out: list[Problem] = []
+    for (dtype, mla), members in by_dtype.items():
+        count = f"{len(members)} of {len(layers)} layers"
+        if chosen is not None:
+            why = backends.reasons(
+                chosen, dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+            )
+            if why:
+                out.append(
+                    problem(
+                        "backend-unsupported-dtype",
+                        f"--attention-backend {chosen.name} cannot run {count} "
+                        f"(kv-cache dtype {dtype}{gpu}): vLLM refuses to start, 'Selected backend "
+                        f"AttentionBackendEnum.{chosen.name} is not valid for this "
+                        f"configuration. Reason: {why}'; backends that run it: "
+                        + _backend_names(dtype, mla, settings),
+                        layers=tuple(members),
+                    )
+                )
+            continue
+        if backends.backends_for(
+            dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+        ):
+            continue
+        kind = "an MLA" if mla else "a non-MLA"
+        if kv_dtypes.cache_format(dtype, settings.platform).scale_use is ScaleUse.OUT_OF_TREE:
+            out.append(
+                problem(
+                    "no-in-tree-backend",
+                    f"no attention backend of vLLM 0.33.0 runs kv-cache dtype {dtype} ({count}): "
+                    "it needs a platform plugin (Intel Gaudi's vllm-gaudi for fp8_inc); the "
+                    "scales shown are what vLLM's own loading leaves, whatever the plugin's "
+                    "write does with them",
+                    layers=tuple(members),
+                )
+            )
+            continue
+        head = f" with head size {settings.head_size}" if settings.head_size else ""
+        out.append(
+            problem(
+                "backend-unsupported-dtype",
+                f"no attention backend of vLLM 0.33.0 runs kv-cache dtype {dtype} on {kind} "
+                f"model{head}{gpu} ({count}): the engine fails in backend selection ('No valid "
+                "attention backend found')",
+                layers=tuple(members),
+            )
+        )
+    return out
+
+
+def _backend_names(dtype: str, mla: bool, settings: EngineSettings) -> str:
+    names = backends.backends_for(
+        dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+    )
+    return ", ".join(name.lower() for name in names) or "none"
 
 
 def _backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:

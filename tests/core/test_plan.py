@@ -1,0 +1,227 @@
+"""``kvscale plan`` (kvscale.core.plan): the candidates come from the engine's rules, every
+measured number is the model's own run, the choice follows the budget and the byte counts, and
+skipped layers are confirmed by a run of exactly that configuration."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
+torch = pytest.importorskip("torch")
+
+from support.models import random_samples, save_tiny  # noqa: E402
+
+from kvscale.cache_formats import FP8_E4M3, INT8_PER_TOKEN_HEAD  # noqa: E402
+from kvscale.core.inspect import inspect_checkpoint  # noqa: E402
+from kvscale.core.plan import (  # noqa: E402
+    Candidate,
+    CandidateResult,
+    LayerShare,
+    PlanOptions,
+    _choose,
+    candidates_for,
+    plan_model,
+)
+from kvscale.engine.options import EngineOptions  # noqa: E402
+from kvscale.errors import UsageError  # noqa: E402
+from kvscale.model.evaluate import CacheVariant, evaluate_model  # noqa: E402
+from kvscale.model.load import load_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny("llama", tmp_path_factory.mktemp("plan") / "llama")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "ids.jsonl"
+    with open(path, "w") as f:
+        for sample in random_samples((24, 24, 24), 5):
+            f.write(json.dumps({"input_ids": list(sample)}) + "\n")
+    return path
+
+
+# --- candidates ------------------------------------------------------------------------------
+
+
+def test_vllm_candidates_come_from_its_dtypes_and_backends(tiny: Path) -> None:
+    report = inspect_checkpoint(tiny, EngineOptions(engine="vllm"))
+    got = {c.name: c for c in candidates_for(report, EngineOptions(engine="vllm"), 16, 2)}
+    defaults = sorted(n for n, c in got.items() if c.default and c.format.reference)
+    assert defaults == [
+        "fp8-per-head:calibrated",
+        "fp8:calibrated",
+        "fp8:unit",
+        "fp8_per_token_head",
+        "int4_per_token_head",
+        "int8_per_token_head",
+        "nvfp4:calibrated",
+        "nvfp4_4over6:calibrated",
+    ]
+    # Dominated at the same bytes, evaluated only when named.
+    assert not got["fp8_e5m2:calibrated"].default and not got["nvfp4:unit"].default
+    # The model has no KV scales: no checkpoint-scale candidate.
+    assert not any(c.scales == "checkpoint" for c in got.values())
+    assert got["int8_per_token_head"].backends == ("triton_attn",)
+    assert got["fp8-per-head:calibrated"].backends == ("flash_attn",)
+
+
+def test_gpu_arch_and_head_size_decide_nvfp4(tiny: Path) -> None:
+    report = inspect_checkpoint(tiny, EngineOptions(engine="vllm"))
+    sm90 = {c.name: c for c in candidates_for(report, EngineOptions(gpu_arch="sm90"), 64, 2)}
+    # FlashInfer's SM80/90/120 NVFP4 path refuses head size 64; the 4-over-6 search is SM100's.
+    assert sm90["nvfp4:calibrated"].backends == ()
+    assert sm90["nvfp4_4over6:calibrated"].backends == ()
+    sm100 = {c.name: c for c in candidates_for(report, EngineOptions(gpu_arch="sm100"), 64, 2)}
+    assert sm100["nvfp4_4over6:calibrated"].backends == ("flashinfer",)
+
+
+def test_sglang_candidates(tiny: Path) -> None:
+    options = EngineOptions(engine="sglang")
+    names = sorted(
+        c.name for c in candidates_for(inspect_checkpoint(tiny, options), options, 16, 2)
+    )
+    assert "fp8_e4m3:calibrated" in names and "fp8_e4m3:unit" in names
+    assert not any("per_token_head" in n for n in names)
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def test_plan_measures_each_candidate_as_the_model_runs_it(tiny: Path, data: Path) -> None:
+    options = PlanOptions(
+        data=data, samples=3, seq_len=24, candidates=("fp8:calibrated", "int8_per_token_head")
+    )
+    result = plan_model(tiny, options)
+    assert result.ok and result.forward_passes == 2 + 2
+    by_name = {r.name: r for r in result.results}
+    assert set(by_name) == {"fp8:calibrated", "int8_per_token_head"}
+    # int8 per token and head is the more precise; FP8 is cheaper: 2 layers x 2 (k, v) x 2 heads
+    # x 16 x 1 byte vs (16 + 4) bytes per head and token.
+    assert by_name["fp8:calibrated"].bytes_per_token == 2 * 2 * 2 * 16
+    assert by_name["int8_per_token_head"].bytes_per_token == 2 * 2 * 2 * (16 + 4)
+    assert result.chosen is by_name["fp8:calibrated"]
+    assert result.flags == ("vllm", "serve", str(tiny), "--kv-cache-dtype", "fp8")
+    assert result.checkpoint_needed and result.notes  # calibrated scales, no --out
+    # The numbers are evaluate_model's on the same samples: run it independently.
+    loaded = load_model(tiny)
+    samples = [tuple(json.loads(line)["input_ids"]) for line in data.read_text().splitlines()]
+    from kvscale.kernel.roundtrip import per_token_head_roundtrip
+    from kvscale.model.evaluate import LayerCodec
+
+    rt = per_token_head_roundtrip("int8_per_token_head")
+    variant = CacheVariant(
+        "int8", {layer.engine_name: LayerCodec(rt, rt) for layer in loaded.layers}
+    )
+    independent = evaluate_model(loaded, samples, [variant]).variant("int8")
+    assert by_name["int8_per_token_head"].kl_mean == independent.kl_mean
+    assert by_name["int8_per_token_head"].ppl == independent.ppl
+    shares = by_name["int8_per_token_head"].layers
+    assert [s.name for s in shares] == [layer.engine_name for layer in loaded.layers]
+    assert math.isclose(sum(s.share for s in shares), 1.0)
+
+
+def test_a_budget_nothing_meets_fails_and_names_the_closest(tiny: Path, data: Path) -> None:
+    options = PlanOptions(
+        data=data, samples=3, seq_len=24, max_kl=0.0, candidates=("fp8:unit", "int8_per_token_head")
+    )
+    result = plan_model(tiny, options)
+    assert not result.ok and result.chosen is None and result.flags == ()
+    assert result.closest is not None
+    assert result.closest.kl_mean == min(r.kl_mean for r in result.results if r.kl_mean is not None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_kl": 0.1, "max_ppl_increase": 0.1}, "exclude each other"),
+        ({"max_kl": -1.0}, "--max-kl must be a finite number >= 0"),
+        ({"max_ppl_increase": math.nan}, "--max-ppl-increase must be a finite number >= 0"),
+        ({"samples": 0}, "--samples 0 must be at least 1"),
+        ({"seq_len": 1}, "--seq-len 1 must be at least 2"),
+        ({"gpu_memory": 0}, "--gpu-memory 0 must be a positive number of bytes"),
+    ],
+)
+def test_bad_options(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        PlanOptions(data=Path("x"), **kwargs)
+
+
+def test_an_unknown_candidate_lists_the_known_ones(tiny: Path, data: Path) -> None:
+    with pytest.raises(UsageError, match="unknown candidate 'fp9'") as info:
+        plan_model(tiny, PlanOptions(data=data, samples=1, seq_len=8, candidates=("fp9",)))
+    assert "fp8:calibrated" in (info.value.hint or "")
+
+
+# --- the choice ------------------------------------------------------------------------------
+
+
+def _result(name: str, size: float, kl: float, shares: tuple[float, ...] = ()) -> CandidateResult:
+    fmt = INT8_PER_TOKEN_HEAD if name.startswith("int") else FP8_E4M3
+    candidate = Candidate(name, fmt, None if name.startswith("int") else "calibrated")
+    layers = tuple(
+        LayerShare(f"model.layers.{i}.self_attn.attn", 0.0, 0.0, share)
+        for i, share in enumerate(shares)
+    )
+    return CandidateResult(candidate, "measured", None, size, None, 10.0, kl, kl, layers)
+
+
+def test_skipped_layers_are_confirmed_and_the_confirmation_decides() -> None:
+    # fp4-like: 60 B, KL 0.04, layer 2 holds 75% of it; fp8: 100 B, KL 0.005.
+    cheap = _result("int4_per_token_head", 60.0, 0.04, (0.05, 0.2, 0.75))
+    fp8 = _result("fp8", 100.0, 0.005)
+    sizes = {(): 60.0, ("2",): 80.0, ("1", "2"): 90.0, ("0", "1", "2"): 120.0}
+    tried: list[tuple[str, ...]] = []
+
+    def confirm(c: Candidate) -> CandidateResult:
+        tried.append(c.skip_layers)
+        kl = {("2",): 0.012, ("1", "2"): 0.008}[c.skip_layers]
+        return CandidateResult(
+            c, "measured", None, sizes[c.skip_layers], None, 10.0, kl, kl, (), True
+        )
+
+    chosen, closest, runs, passes = _choose(
+        [cheap, fp8],
+        ("kl", 0.01),
+        10.0,
+        True,
+        lambda c: sizes[c.skip_layers],
+        confirm,
+    )
+    # The estimate says skipping layer 2 leaves 0.04 x 0.25 = 0.01 <= 0.01; its run measured
+    # 0.012, so the next layer by share joins (1 and 2: 0.008, 90 B < fp8's 100 B).
+    assert tried == [("2",), ("1", "2")] and passes == 4
+    assert chosen is runs[1] and chosen.candidate.skip_layers == ("1", "2")
+    assert closest is None
+
+
+def test_skipping_that_costs_more_than_the_next_candidate_is_not_tried() -> None:
+    cheap = _result("int4_per_token_head", 60.0, 0.04, (0.5, 0.5))
+    fp8 = _result("fp8", 100.0, 0.005)
+
+    def confirm(c: Candidate) -> CandidateResult:
+        raise AssertionError("no confirmation run expected")
+
+    chosen, _, runs, passes = _choose(
+        [cheap, fp8], ("kl", 0.01), 10.0, True, lambda c: 150.0, confirm
+    )
+    assert chosen is fp8 and runs == [] and passes == 0
+
+
+def test_equal_bytes_prefer_what_needs_no_new_scales() -> None:
+    calibrated = _result("fp8", 100.0, 0.001)
+    unit = CandidateResult(
+        Candidate("fp8", FP8_E4M3, "unit"), "measured", None, 100.0, None, 10.0, 0.004, 0.004
+    )
+    chosen, _, _, _ = _choose(
+        [calibrated, unit], ("kl", 0.01), 10.0, False, lambda c: None, lambda c: unit
+    )
+    assert chosen is unit
