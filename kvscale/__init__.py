@@ -10,15 +10,17 @@ errors are ``kvscale.errors.KVScaleError`` subclasses (``UsageError``, ``InputEr
         print(layer.name, layer.rule.value, layer.k_scale, layer.v_scale)
     print([p.code for p in report.problems], report.ok)
 
-    kvscale.normalize("ckpt", "out", checkpoint=True)          # NormalizeResult
+    kvscale.normalize("ckpt", "out", checkpoint_copy=True)     # NormalizeResult
     kvscale.diff("release-1.0", "release-1.1").ok              # DiffResult
     kvscale.verify("out").layers[0].k.saturated                # VerifyResult (needs torch)
     kvscale.calibrate("model", "calib.jsonl", "scales")        # CalibrationResult (transformers)
 
 Engine options are keyword arguments (``engine``, ``kv_cache_dtype``, ``platform``,
 ``model_dtype``, ``attention_backend``, ``kv_cache_dtype_skip_layers``, ``gpu_arch``), as on the
-command line; no policy file is read. Each
-function imports what it needs when called: ``import kvscale`` stays cheap.
+command line; no policy file is read. Each function imports what it needs when called: ``import
+kvscale`` stays cheap, and none imports the command line (typer, rich). A function whose optional
+extra is not installed raises ``kvscale.errors.ExtraMissingError`` (an ``EnvironmentMissingError``,
+exit code 3) naming it.
 """
 
 from __future__ import annotations
@@ -162,6 +164,11 @@ def verify(
     ``activations_out``) to run a model on real text, down to perplexity."""
     from pathlib import Path
 
+    from kvscale.errors import require_extra
+
+    require_extra("verify", "kvscale.verify")  # (gpu=True: Triton is checked after the GPU)
+    if model.get("data") is not None:
+        require_extra("calibrate", "kvscale.verify with data=")
     from kvscale.core.verify.model_run import ModelOptions
     from kvscale.core.verify.run import VerifyOptions, verify_target
 
@@ -181,6 +188,9 @@ def calibrate(model: PathLike, data: PathLike, out: PathLike, **options: Any) ->
     """Run ``model`` over ``data``, compute per-layer k/v scales and write them into ``out``.
     ``options``: the ``kvscale.core.calibrate.CalibrateOptions`` fields (``samples``,
     ``seq_len``, ``strategy``, ``checkpoint``, ``target``, ...)."""
+    from kvscale.errors import require_extra
+
+    require_extra("calibrate", "kvscale.calibrate")
     from kvscale.core.calibrate import CalibrateOptions
     from kvscale.core.calibrate import calibrate as run
 

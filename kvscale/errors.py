@@ -126,3 +126,19 @@ def require(module: str, feature: str, extra: str) -> None:
         found = False
     if not found:
         raise ExtraMissingError(feature, extra, module.split(".")[0])
+
+
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "verify": ("torch", "safetensors"),
+    "calibrate": ("torch", "safetensors", "transformers"),
+    "hub": ("huggingface_hub",),
+}
+"""What each extra of pyproject.toml brings that a feature imports (``compressed_tensors``, in
+the calibrate extra too, only for loading a compressed-tensors model: ``kvscale.model.load``)."""
+
+
+def require_extra(extra: str, feature: str) -> None:
+    """Raise ``ExtraMissingError`` (exit 3) unless every module of ``extra`` can be imported:
+    called before anything imports them, by the commands and the Python API alike."""
+    for module in EXTRA_MODULES[extra]:
+        require(module, feature, extra)

@@ -136,6 +136,16 @@ MAX_DATA_BYTES = Limit(
 )
 """1 GiB: about 250M tokens of text, 250x the common 512 x 2048 recipe; hashing it takes ~2 s."""
 
+REMOTE_READ_SECONDS = Limit(
+    "remote-read-seconds",
+    "KVSCALE_REMOTE_READ_SECONDS",
+    30,
+    None,
+    "seconds for one remote read (its redirects, retries and whole answer)",
+)
+"""Why: a read timeout bounds each wait for a byte, not a read: a server that sends a byte every
+few seconds would keep a run going for hours. 30 s reads a 64 MB index at 2 MB/s."""
+
 MAX_ACTIVATION_BYTES = Limit(
     "max-activation-bytes",
     "KVSCALE_MAX_ACTIVATION_BYTES",

@@ -9,14 +9,13 @@ value is refused once, with the file's name.
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kvscale.errors import ConfigError, LimitExceededError, UsageError
+from kvscale.globs import GlobSet
 from kvscale.limits import MAX_HEADS, MAX_LAYERS, Limit
 
 _DTYPE_ALIASES = {
@@ -356,41 +355,6 @@ def brief_json(value: Any) -> str:
 # --- Quark's export config and layer-name globs -----------------------------------------------
 
 
-class GlobSet:
-    """``fnmatch.fnmatchcase(name, p) for any p`` over many patterns, in time near-linear in the
-    names: exact names, ``*suffix`` and ``prefix*`` patterns are hashed (every suffix or prefix
-    of a name is looked up), the rest compiled once. Quark's ``kv_cache_group`` is matched
-    against ``layer_quant_config`` names this way by both engines (they call fnmatch per pair:
-    a hostile config of 12,000 x 12,000 would take a minute)."""
-
-    def __init__(self, patterns: Sequence[str]) -> None:
-        self.exact: set[str] = set()
-        self.suffixes: set[str] = set()
-        self.prefixes: set[str] = set()
-        self.other: list[re.Pattern[str]] = []
-        for pattern in patterns:
-            if not _GLOB_SPECIAL.search(pattern):
-                self.exact.add(pattern)
-            elif pattern.startswith("*") and not _GLOB_SPECIAL.search(pattern[1:]):
-                self.suffixes.add(pattern[1:])
-            elif pattern.endswith("*") and not _GLOB_SPECIAL.search(pattern[:-1]):
-                self.prefixes.add(pattern[:-1])
-            else:
-                self.other.append(re.compile(fnmatch.translate(pattern)))
-
-    def matches(self, name: str) -> bool:
-        if name in self.exact:
-            return True
-        if self.suffixes and any(name[i:] in self.suffixes for i in range(len(name) + 1)):
-            return True
-        if self.prefixes and any(name[:i] in self.prefixes for i in range(len(name) + 1)):
-            return True
-        return any(r.match(name) for r in self.other)
-
-
-_GLOB_SPECIAL = re.compile(r"[*?\[]")
-
-
 def quark_kv_cache_group(qc: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(declaration, refusal) of a Quark quantization_config's KV cache: ``QuarkConfig.from_config``
     and ``QuarkKVCacheMethod.validate_kv_cache_config``. One function for both engines: SGLang
@@ -419,15 +383,16 @@ def quark_kv_cache_group(qc: Mapping[str, Any]) -> tuple[str | None, str | None]
         return f"Quark kv_cache_group {group}", (
             "AttributeError: Quark quantization_config has no layer_quant_config object"
         )
-    names = list(layer_cfg)
+    # Each name is matched once against every pattern together (kvscale.globs: the engines'
+    # fnmatch per pair is minutes for a 400-layer MoE's names and hundreds of patterns).
     globs = GlobSet(group)
+    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
     declared = f"Quark kv_cache_group {group}"
-    if not (set(group).issubset(names) or any(globs.matches(n) for n in names)):
+    if not (set(group).issubset(layer_cfg.keys()) or matched):
         return declared, (
             "ValueError: The Quark quantized model has the kv_cache_group parameter setting, "
             "but no kv_cache quantization settings were found in the quantization configuration."
         )
-    matched = [cfg for name, cfg in layer_cfg.items() if globs.matches(name)]
     outputs = [cfg.get("output_tensors") if isinstance(cfg, Mapping) else None for cfg in matched]
     if any(o != outputs[0] for o in outputs):
         return declared, (

@@ -23,7 +23,10 @@ GitHub):
   with the job's variables;
 * pre-commit (``.pre-commit-hooks.yaml``): the files the hook's ``files`` pattern selects, passed
   to its ``entry`` (``tests/project/test_precommit.py`` runs the real ``pre-commit try-repo``);
-* the trap the templates avoid: ``kvscale inspect`` on the LFS pointer files exits 2.
+* the trap the templates avoid: ``kvscale inspect`` on the LFS pointer files exits 2;
+* the reusable action (``action.yml`` at the root, when run as ``run_local.py``/``run_local.sh``):
+  its composite steps' scripts as the runner runs them (``run_action``), with the inputs, on the
+  same checkpoints; with ``--install``, its own install step first, from the snapshot.
 
 Every read of a ``.safetensors`` file from the Hub must be a ranged GET (no weights downloaded).
 
@@ -50,6 +53,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,6 +71,7 @@ GITHUB_FILE = HERE / "github-actions.yml"
 GITLAB_FILE = HERE / "gitlab-ci.yml"
 POLICY_FILE = HERE / "kvscale.toml"
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
+ACTION_FILE = REPO / "action.yml"
 GOOD_PATH = "examples/llm-compressor-fp8"
 BROKEN_PATH = "examples/broken"
 GOOD_POINTERS = "models/llm-compressor-fp8"
@@ -430,16 +435,55 @@ def environment(world: World, extra: dict[str, str], *, keep_home: bool = False)
     return env
 
 
-def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def log(message: str) -> None:
+    """A progress line on stderr (the results go to stdout)."""
+    print(f"run_local: {message}", file=sys.stderr, flush=True)
+
+
+def _bash(
+    script: str, env: dict[str, str], cwd: Path, *, echo: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` as CI runners do; ``echo``: also show its output as it comes, each line
+    prefixed (an install takes minutes: it must not look stuck)."""
     # GitHub's default shell on Linux: bash --noprofile --norc -eo pipefail {0}; GitLab's
     # runner runs a job's lines in one bash with errexit and pipefail too.
-    return subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    args = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]
+    if echo is None:
+        return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return _run_echoed(args, env, cwd, echo)
+
+
+def _run_echoed(
+    args: list[str], env: dict[str, str], cwd: Path, prefix: str
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` with both streams captured and copied to stderr line by line."""
+    import threading
+
+    with subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        captured: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+        def pump(name: str, stream: Any) -> None:
+            for line in stream:
+                captured[name].append(line)
+                print(f"  {prefix} | {line.rstrip()}", file=sys.stderr, flush=True)
+
+        pumps = [
+            threading.Thread(target=pump, args=(name, stream), daemon=True)
+            for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))
+        ]
+        for thread in pumps:
+            thread.start()
+        try:
+            code = process.wait(timeout=600)
+        except BaseException:  # a timeout, or the run interrupted: the child goes too
+            process.kill()
+            raise
+        for thread in pumps:
+            thread.join()
+    return subprocess.CompletedProcess(
+        args, code, "".join(captured["stdout"]), "".join(captured["stderr"])
     )
 
 
@@ -514,22 +558,57 @@ def world(workdir: Path, good: Path, broken: Path, bindir: Path | None = None) -
 # --- installing as the templates do ---------------------------------------------------------
 
 
-def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
-    """A git repository holding ``source``'s working tree (tracked and untracked files that git
-    does not ignore, uncommitted changes included), committed and tagged ``tag``: what a
-    ``git+file://`` install of that tag gets."""
+# Untracked files are part of the snapshot only under these (a new module not yet added);
+# anything else untracked (a virtual environment, downloads, outputs) is not the package.
+PACKAGE_DIRS = ("kvscale/",)
+
+
+def _git_files(source: Path, *args: str) -> set[str]:
     listing = subprocess.run(
-        ["git", "-C", str(source), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        ["git", "-C", str(source), "ls-files", "-z", *args],
         check=True,
         capture_output=True,
     ).stdout.decode()
+    return set(filter(None, listing.split("\0")))
+
+
+def _in_venv(source: Path, rel: str) -> bool:
+    """Whether ``rel`` lies in a virtual environment (a directory holding ``pyvenv.cfg``)."""
+    parts = Path(rel).parts[:-1]
+    return any(
+        (source.joinpath(*parts[: i + 1]) / "pyvenv.cfg").is_file() for i in range(len(parts))
+    )
+
+
+def snapshot_files(source: Path = REPO) -> list[str]:
+    """What a snapshot of ``source`` holds: every tracked file as it is in the working tree,
+    plus untracked, unignored files under ``PACKAGE_DIRS`` (a new module not yet added); never
+    a virtual environment, a ``__pycache__`` or another untracked file of the tree."""
+    tracked = _git_files(source, "--cached")
+    untracked = {
+        rel
+        for rel in _git_files(source, "--others", "--exclude-standard")
+        if rel.startswith(PACKAGE_DIRS) and "__pycache__/" not in rel
+    }
+    return sorted(
+        rel
+        for rel in tracked | untracked
+        if ((source / rel).is_file() or (source / rel).is_symlink()) and not _in_venv(source, rel)
+    )
+
+
+def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
+    """A git repository holding ``snapshot_files(source)`` (uncommitted changes included),
+    committed and tagged ``tag``: what a ``git+file://`` install of that tag gets."""
+    files = snapshot_files(source)
     dest.mkdir(parents=True)
-    for rel in sorted(set(filter(None, listing.split("\0")))):
+    size = 0
+    for rel in files:
         path = source / rel
-        if not (path.is_file() or path.is_symlink()):
-            continue  # deleted in the working tree
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, dest / rel, follow_symlinks=False)
+        size += 0 if path.is_symlink() else path.stat().st_size
+    log(f"snapshot of {source}: {len(files)} files, {size / 1e6:.1f} MB, tagged {tag}")
     git = ["git", "-C", str(dest), "-c", "user.name=kvscale-ci", "-c", "user.email=ci@localhost"]
     git += ["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
     subprocess.run([*git, "init", "-q"], check=True, capture_output=True)
@@ -541,6 +620,7 @@ def snapshot_source(dest: Path, tag: str, source: Path = REPO) -> Path:
 
 def make_venv(path: Path, python: str = sys.executable) -> Path:
     """A fresh virtual environment (``python -m venv``); returns its bin directory."""
+    log(f"creating a virtual environment in {path}")
     subprocess.run([python, "-m", "venv", str(path)], check=True, capture_output=True)
     return path / "bin"
 
@@ -558,6 +638,171 @@ def installed_packages(bindir: Path) -> dict[str, str]:
 
 def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+# --- the reusable action (action.yml at the root): its composite steps as the runner runs them --
+
+_EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+@dataclass
+class ActionRun:
+    code: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, dict[str, str]]
+    """Each step's outputs (``steps.ID.outputs``), by step id."""
+
+
+def action_inputs(given: dict[str, str], path: Path = ACTION_FILE) -> dict[str, str]:
+    """The inputs a step sees: ``given``, and each input's default where not given. A required
+    input that is missing, or one the action does not declare, is a usage error of the
+    workflow (GitHub warns of the latter; here it fails)."""
+    declared: dict[str, Any] = load_yaml(path).get("inputs") or {}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(f"inputs the action does not declare: {unknown}")
+    values: dict[str, str] = {}
+    for name, spec in declared.items():
+        if name in given:
+            values[name] = given[name]
+        elif spec.get("required") is True and "default" not in spec:
+            raise ValueError(f"required input {name!r} is missing")
+        else:
+            values[name] = str(spec.get("default", ""))
+    return values
+
+
+def _evaluate_action(text: str, context: dict[str, Any]) -> str:
+    """``${{ inputs.X }}``, ``${{ github.action_path }}`` and ``${{ steps.ID.outputs.X }}``:
+    the expressions the action may use (any other is an error here, so that the test notices
+    an expression it does not model)."""
+
+    def one(match: re.Match[str]) -> str:
+        parts = match.group(1).split(".")
+        if parts[0] == "inputs" and len(parts) == 2:
+            return str(context["inputs"][parts[1]])
+        if parts == ["github", "action_path"]:
+            return str(context["action_path"])
+        if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
+            return context["steps"].get(parts[1], {}).get(parts[3], "")
+        raise ValueError(f"unsupported expression in action.yml: {match.group(0)}")
+
+    return _EXPRESSION.sub(one, text)
+
+
+def run_action(
+    inputs: dict[str, str],
+    workspace: Path,
+    runner_temp: Path,
+    *,
+    env: dict[str, str] | None = None,
+    action_path: Path = REPO,
+    kvscale: Path | None = None,
+    echo: str | None = None,
+    only: tuple[str, ...] | None = None,
+) -> ActionRun:
+    """Run action.yml's composite steps as a runner does: each ``run:`` in ``bash --noprofile
+    --norc -eo pipefail`` in the workspace, its ``env:`` evaluated, ``GITHUB_OUTPUT`` read back
+    into ``steps.ID.outputs``; the first step that fails ends the run. ``kvscale``: skip the
+    install step and use this executable as its output (the install step then runs only in
+    ``--install`` runs, which need pip's package index); ``only``: the ids of the steps to
+    run."""
+    doc = load_yaml(action_path / "action.yml")
+    context: dict[str, Any] = {
+        "inputs": action_inputs(inputs, action_path / "action.yml"),
+        "action_path": action_path,
+        "steps": {},
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    base.update(env or {})
+    base.update(GITHUB_ACTIONS="true", CI="true", GITHUB_WORKSPACE=str(workspace))
+    base["RUNNER_TEMP"] = str(runner_temp)
+    stdout = stderr = ""
+    for index, step in enumerate(doc["runs"]["steps"]):
+        step_id = step.get("id", f"__{index}")
+        if kvscale is not None and step_id == "install":
+            context["steps"]["install"] = {"kvscale": str(kvscale)}
+            continue
+        if only is not None and step_id not in only:
+            continue
+        output_file = runner_temp / f"github-output-{index}"
+        output_file.write_text("")
+        step_env = {
+            k: _evaluate_action(str(v), context) for k, v in (step.get("env") or {}).items()
+        }
+        run_env = {**base, **step_env, "GITHUB_OUTPUT": str(output_file)}
+        result = _bash(step["run"], run_env, workspace, echo=echo)
+        stdout += result.stdout
+        stderr += result.stderr
+        outputs = dict(
+            line.split("=", 1) for line in output_file.read_text().splitlines() if "=" in line
+        )
+        context["steps"][step_id] = outputs
+        if result.returncode != 0:
+            return ActionRun(result.returncode, stdout, stderr, context["steps"])
+    return ActionRun(0, stdout, stderr, context["steps"])
+
+
+def action_scenarios(world: World, kvscale: Path | None, runner_temp: Path) -> list[Outcome]:
+    """The action on the passing and the failing checkpoint, remote and in the workspace."""
+    outcomes = []
+    for checkpoint, expected, remote in (
+        (world.hub_ref(HUB_GOOD), 0, True),
+        (world.hub_ref(HUB_BROKEN), 1, True),
+        (GOOD_PATH, 0, False),
+        (BROKEN_PATH, 1, False),
+    ):
+        world.server.reset()
+        shutil.rmtree(world.repo / "reports", ignore_errors=True)
+        result = run_action(
+            {"checkpoint": checkpoint, "junit": JUNIT_PATH},
+            world.repo,
+            runner_temp,
+            env=environment(world, {}),
+            kvscale=kvscale,
+        )
+        outcome = Outcome(
+            f"github-action {_label(checkpoint)}",
+            expected,
+            result.code,
+            result.stdout,
+            result.stderr,
+        )
+        if expected:
+            _expect_readable_failure(outcome, annotations=True)
+        _check_junit(outcome, world.repo / JUNIT_PATH, failing=bool(expected))
+        _check_ranged_reads(outcome, world, remote)
+        outcomes.append(_finish(outcome))
+    return outcomes
+
+
+def install_action(world: World, clone: Path, runner_temp: Path) -> tuple[Outcome, Path | None]:
+    """The action's own install step, from the snapshot: its kvscale, or None when it failed."""
+    log("github-action install: running the action's install step (pip's output follows)")
+    result = run_action(
+        {"checkpoint": "unused"},
+        world.repo,
+        runner_temp,
+        env=environment(world, {}, keep_home=True),
+        action_path=clone,
+        echo="github-action install",
+        only=("install",),
+    )
+    installed = result.outputs.get("install", {}).get("kvscale")
+    outcome = Outcome("github-action install", 0, result.code, result.stdout, result.stderr)
+    if not installed:
+        outcome.problems.append("the install step recorded no kvscale output")
+    elif not Path(installed).is_file():
+        outcome.problems.append(f"the install step's kvscale {installed} does not exist")
+    else:
+        bindir = Path(installed).parent
+        packages = installed_packages(bindir)
+        heavy = sorted(set(HEAVY_PACKAGES) & set(packages))
+        if heavy:
+            outcome.problems.append(f"the light install pulled {heavy}")
+        outcome.notes.append(f"{len(packages)} packages in {bindir.parent}")
+    return _finish(outcome), Path(installed) if outcome.ok else None
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -661,8 +906,9 @@ def _install(name: str, world: World, scripts: list[str], env: dict[str, str]) -
     stdout = stderr = ""
     code = 0
     started = time.monotonic()
+    log(f"{name}: running the install step as written (pip's output follows)")
     for script in scripts:
-        result = _bash(script, environment(world, env, keep_home=True), world.repo)
+        result = _bash(script, environment(world, env, keep_home=True), world.repo, echo=name)
         stdout += result.stdout
         stderr += result.stderr
         if result.returncode:
@@ -833,13 +1079,21 @@ def _scenarios(world: World, *, github: bool = True, gitlab: bool = True) -> lis
     return outcomes
 
 
-def run_all(good: Path, broken: Path, workdir: Path, *, install: bool = False) -> list[Outcome]:
+def run_all(
+    good: Path, broken: Path, workdir: Path, *, install: bool = False, action: bool = False
+) -> list[Outcome]:
     """Every scenario; with ``install``, each CI system's install step first, in its own fresh
-    virtual environment, and its scenarios with that environment's kvscale."""
+    virtual environment, and its scenarios with that environment's kvscale. ``action``: the
+    reusable action's scenarios too (with ``install``, after its own install step)."""
     if not install:
         with world(workdir, good, broken) as w:
             w.summary_file = workdir / "step-summary.md"
-            return _scenarios(w)
+            outcomes = _scenarios(w)
+            if action:
+                temp = workdir / "runner-temp"
+                temp.mkdir()
+                outcomes += action_scenarios(w, w.bindir / "kvscale", temp)
+            return outcomes
     requirement = gitlab_job()[0]["KVSCALE_PACKAGE"]
     clone = snapshot_source(workdir / "kvscale-src", requirement_tag(requirement))
     outcomes: list[Outcome] = []
@@ -850,8 +1104,60 @@ def run_all(good: Path, broken: Path, workdir: Path, *, install: bool = False) -
             installed = installer(w, clone)
             outcomes.append(installed)
             if installed.ok:
+                log(f"{system}: running its scenarios with {bindir / 'kvscale'}")
                 outcomes += _scenarios(w, github=system == "github", gitlab=system == "gitlab")
+    if action:
+        temp = workdir / "action" / "runner-temp"
+        temp.mkdir(parents=True)
+        with world(workdir / "action", good, broken) as w:
+            installed_action, kvscale = install_action(w, clone, temp)
+            outcomes.append(installed_action)
+            if kvscale is not None:
+                log(f"github-action: running its scenarios with {kvscale}")
+                outcomes += action_scenarios(w, kvscale, temp)
     return outcomes
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived: the run stops, and its temporary directory (virtual
+    environments, snapshots: gigabytes) is removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextmanager
+def _interrupts_end_the_run() -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into ``Interrupted`` (SIGTERM and SIGHUP would otherwise
+    end the process at once, without any ``finally``: a CI cancel or a closed terminal left the
+    temporary directory behind)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    caught = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, stop) for signum in caught}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _clean_up(workdir: Path, *, keep: bool) -> None:
+    if keep:
+        print(f"kept {workdir}")
+        return
+    log(f"removing {workdir}")
+    # A second Ctrl-C must not leave half of it: the signals wait until it is gone.
+    caught = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, caught)
+    try:
+        shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, caught)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -867,15 +1173,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="show every output")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="kvscale-ci-"))
+    log(f"working in {workdir} (removed at the end, also when interrupted; --keep keeps it)")
+    # Every temporary file of the run (pip's builds, ensurepip's wheels) goes there too: a child
+    # killed on an interrupt cannot remove its own.
+    (workdir / "tmp").mkdir()
+    os.environ["TMPDIR"] = tempfile.tempdir = str(workdir / "tmp")
     try:
-        outcomes = run_all(
-            args.good.resolve(), args.broken.resolve(), workdir, install=args.install
-        )
-    finally:
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        with _interrupts_end_the_run():
+            outcomes = run_all(
+                args.good.resolve(),
+                args.broken.resolve(),
+                workdir,
+                install=args.install,
+                action=True,
+            )
+    except Interrupted as stop:
+        log(f"interrupted ({stop.name})")
+        _clean_up(workdir, keep=args.keep)
+        return 128 + stop.signum
+    except BaseException:
+        _clean_up(workdir, keep=args.keep)
+        raise
+    _clean_up(workdir, keep=args.keep)
     failed = 0
     for outcome in outcomes:
         verdict = "ok  " if outcome.ok else "FAIL"

@@ -26,7 +26,7 @@ from kvscale.cli.params import (
     QuietOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode, UsageError, require
+from kvscale.errors import ExitCode, UsageError, require_extra
 
 EXAMPLES = """
 Examples:
@@ -212,8 +212,7 @@ def calibrate(
     writes kv_scales.json (with the statistic, per layer) and kv_scales.safetensors; with
     --checkpoint also a checkpoint the engine loads them from. Shows what the engine will hold.
     """
-    require("torch", "kvscale calibrate", "calibrate")
-    require("transformers", "kvscale calibrate", "calibrate")
+    require_extra("calibrate", "kvscale calibrate")
     from kvscale.core.calibrate import (
         CalibrateOptions,
         plan_calibration,

@@ -27,7 +27,7 @@ from kvscale.cli.params import (
     StrictOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode, require
+from kvscale.errors import ExitCode, require_extra
 
 EXAMPLES = """
 Examples:
@@ -172,8 +172,7 @@ def verify(
     round-trip error and mismatched cache bytes against the CPU reference writer. With --strict
     a run whose kernel did not execute (no --gpu) fails.
     """
-    require("torch", "kvscale verify", "verify")
-    require("safetensors", "kvscale verify", "verify")
+    require_extra("verify", "kvscale verify")
     from kvscale.core.verify.model_run import ModelOptions
     from kvscale.core.verify.run import VerifyOptions, verify_target
     from kvscale.render.verify import verify_json, verify_lines, verify_renderables
@@ -189,7 +188,7 @@ def verify(
         device=model_device,
     )
     if model_options is not None:
-        require("transformers", "kvscale verify --data", "calibrate")
+        require_extra("calibrate", "kvscale verify --data")
     settings = run_settings(
         engine=engine,
         kv_cache_dtype=kv_cache_dtype,

@@ -1,16 +1,21 @@
 """What a command's checkpoint argument names: a local checkpoint or a remote one, opened once.
 
 Every command that reads a checkpoint opens it here, so local paths, ``hf://ORG/NAME[@REV]``,
-bare ``ORG/NAME`` (when no such local path exists) and HTTPS URLs behave the same everywhere.
+bare ``ORG/NAME`` and HTTPS URLs behave the same everywhere. A bare ``ORG/NAME`` is a local path
+when it exists or when ``ORG`` exists in the current directory (a mistyped path is then reported
+as one, with no request to the Hub); otherwise it is a Hub repository, and a failure to read it
+names both readings.
 """
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from kvscale.errors import UsageError
+from kvscale.errors import CheckpointNotFoundError, UsageError
 from kvscale.io.checkpoint import Checkpoint, open_checkpoint
 from kvscale.progress import ProgressFn
 
@@ -20,7 +25,37 @@ def _may_be_remote(given: str) -> bool:
     import is a noticeable part of a pre-commit hook's start-up): ``remote_spec`` decides."""
     if given.startswith("hf://") or given[:8].lower().startswith(("https://", "http://")):
         return True
-    return given.count("/") == 1 and not os.path.lexists(given)
+    # (kvscale.io.remote.urls.bare_name_is_local: ORG/NAME is local when ORG exists here.)
+    return (
+        given.count("/") == 1
+        and not os.path.lexists(given)
+        and not os.path.lexists(given.split("/", 1)[0])
+    )
+
+
+def _missing_bare_name(given: str) -> CheckpointNotFoundError | None:
+    """The error for a missing local path spelled like a Hub repository (``my/llama2x`` while
+    ``my`` exists here): it says it was read as a path, why, the nearest name that does exist,
+    and how to ask the Hub instead. None when ``given`` is not spelled like one."""
+    from kvscale.io.remote.urls import is_bare_repo_id
+
+    if os.path.lexists(given) or not is_bare_repo_id(given):
+        return None
+    parent, name = given.split("/")
+    try:
+        with os.scandir(parent) as entries:
+            # (A suggestion, not a search: a directory of millions of entries is not listed.)
+            siblings = [entry.name for entry in itertools.islice(entries, 10_000)]
+    except OSError:
+        siblings = []
+    close = difflib.get_close_matches(name, siblings, n=1)
+    guess = f"; did you mean {parent}/{close[0]}?" if close else ""
+    return CheckpointNotFoundError(
+        given,
+        f"no such file or directory{guess}",
+        hint=f"read as a local path because {parent!r} exists here; for the Hub repository "
+        f"{given}, write hf://{given}",
+    )
 
 
 def is_remote(given: str | os.PathLike[str]) -> bool:
@@ -60,6 +95,10 @@ def open_input(
         raise UsageError(
             f"--revision applies to Hub repositories (hf://ORG/NAME), not to the local path {given}"
         )
+    if isinstance(given, str) and given.count("/") == 1 and not os.path.lexists(given):
+        missing = _missing_bare_name(given)
+        if missing is not None:
+            raise missing
     return open_checkpoint(given, progress)
 
 

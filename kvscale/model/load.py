@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from kvscale.errors import EnvironmentMissingError, InputError, UsageError
+from kvscale.errors import EnvironmentMissingError, InputError, UsageError, require
 from kvscale.model.hook import (
     HookError,
     RecordingCache,
@@ -291,6 +291,22 @@ def _drop_kv_only_quantization(config: Any) -> None:
             delattr(cfg, "quantization_config")
 
 
+def _require_quantization_package(path: Path, config: Any) -> None:
+    """A model whose weights are compressed-tensors quantized (llm-compressor's FP8 or INT
+    checkpoints) loads through transformers' compressed-tensors quantizer, which imports the
+    compressed-tensors package: part of the calibrate extra, named before loading starts."""
+    for cfg in {id(c): c for c in (config, _text_config(config))}.values():
+        qc = getattr(cfg, "quantization_config", None)
+        if not isinstance(qc, Mapping):
+            qc = getattr(qc, "to_dict", lambda: None)()
+        if isinstance(qc, Mapping) and qc.get("quant_method") == "compressed-tensors":
+            require(
+                "compressed_tensors",
+                f"loading {path} (a compressed-tensors quantized model)",
+                "calibrate",
+            )
+
+
 def _text_config(config: Any) -> Any:
     get = getattr(config, "get_text_config", None)
     return get(decoder=True) if callable(get) else config
@@ -464,6 +480,7 @@ def load_model(
     config = _load_config(path)
     _check_mla_config(path, config)
     _drop_kv_only_quantization(config)
+    _require_quantization_package(path, config)
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise UnsupportedModelError(
             path,
@@ -484,7 +501,15 @@ def load_model(
                 **extra,
                 **({"attn_implementation": attn_implementation} if attn_implementation else {}),
             )
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError, ImportError) as exc:
+    except ImportError as exc:
+        # transformers' quantizers raise ImportError for a package they need (e.g. for another
+        # quant method's kernels): the environment, not the model, is what is missing.
+        raise EnvironmentMissingError(
+            f"{path}: transformers cannot load the model without a package that is not "
+            f"installed ({short_error(exc)})",
+            hint="install the package named",
+        ) from None
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise ModelLoadError(
             path, f"transformers cannot load the model ({short_error(exc)})"
         ) from None

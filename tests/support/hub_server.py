@@ -90,6 +90,11 @@ class Hostile:
     """``Content-Encoding: gzip`` on a plain body."""
     no_length: bool = False
     """No Content-Length: the body ends when the connection closes."""
+    trickle: float = 0.0
+    """Seconds between bytes: the body (the API's JSON too, with ``match=""``) goes out one byte
+    at a time, never stalling as long as a read timeout."""
+    trickle_head: float = 0.0
+    """The same for the status line and headers: no response even starts."""
 
 
 @dataclass
@@ -336,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif self.server_kind == "cdn":
                 self._cdn(path, head, hostile)
             elif path.startswith("/api/models/"):
-                self._api(path, head)
+                self._api(path, head, hostile)
             elif "/resolve/" in path:
                 self._resolve(path, head, hostile)
             else:
@@ -360,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _api(self, path: str, head: bool) -> None:
+    def _api(self, path: str, head: bool, hostile: Hostile | None) -> None:
         match = re.fullmatch(r"/api/models/([^/]+/[^/]+)/revision/(.+)", path)
         if not match:
             self._error(404, "not found")
@@ -387,7 +392,7 @@ class _Handler(BaseHTTPRequestHandler):
             "siblings": [{"rfilename": f} for f in files],
         }
         body = json.dumps(doc).encode()
-        self._send(200, {"Content-Type": "application/json"}, body, head)
+        self._send(200, {"Content-Type": "application/json"}, body, head, hostile=hostile)
 
     def _resolve(self, path: str, head: bool, hostile: Hostile | None) -> None:
         match = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
@@ -510,7 +515,14 @@ class _Handler(BaseHTTPRequestHandler):
         if h.no_length:
             length_header, truncate = None, sent
         self._send(
-            status, out, chunks, head, length=length_header, truncate=truncate, stall=h.stall_body
+            status,
+            out,
+            chunks,
+            head,
+            length=length_header,
+            truncate=truncate,
+            stall=h.stall_body,
+            hostile=hostile,
         )
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
@@ -528,10 +540,11 @@ class _Handler(BaseHTTPRequestHandler):
         length: int | None = -1,
         truncate: int | None = None,
         stall: float = 0.0,
+        hostile: Hostile | None = None,
     ) -> None:
         """Headers, then the body (bytes or chunks; ``length``: the Content-Length to claim,
         -1 for the length of a bytes body, None for none); ``truncate``: close the connection
-        after this many body bytes, whatever was claimed."""
+        after this many body bytes, whatever was claimed; ``hostile``: its trickles."""
         if isinstance(body, bytes):
             length = len(body) if length == -1 else length
             body = iter([body])
@@ -543,15 +556,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(max(length, 0)))
         else:
             self.send_header("Connection", "close")
-        self.end_headers()
+        hub = self.hub
+        if hostile is not None and hostile.trickle_head:
+            head_bytes = b"".join(self._headers_buffer) + b"\r\n"
+            self._headers_buffer = []
+            self._trickle(head_bytes, hostile.trickle_head, body=False)
+        else:
+            self.end_headers()
         if head:
             return
         if stall:
             self.wfile.flush()
-            self.hub._wait(stall)
-        hub = self.hub
+            hub._wait(stall)
         for chunk in body:
-            self._write_paced(chunk)
+            if hostile is not None and hostile.trickle:
+                self._trickle(chunk, hostile.trickle)
+            else:
+                self._write_paced(chunk)
             if hub._stop.is_set():
                 break
         if truncate is not None:
@@ -561,6 +582,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _trickle(self, data: bytes, seconds: float, *, body: bool = True) -> None:
+        """``data`` one byte at a time, ``seconds`` apart (until the server stops)."""
+        hub = self.hub
+        for i in range(len(data)):
+            if hub._stop.is_set():
+                return
+            if body:
+                hub._count_bytes(self._entry, 1)
+                self._sent += 1
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
+            hub._wait(seconds)
 
     def _write_paced(self, chunk: bytes) -> None:
         """Write one chunk; with a window, one window per round trip (the first one free, as

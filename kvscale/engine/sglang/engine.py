@@ -58,6 +58,8 @@ _RECORDED_PREFIX = re.compile(r"^model\.layers\.\d+\.self_attn$")
 ``model.layers.0.self_attn`` (a loader may treat other prefixes, e.g. a multimodal model's
 ``model.language_model.``, otherwise)."""
 _LAYER_PREFIX = re.compile(r"^(.*\.layers\.\d+)\.")
+_LAYER_OCCURRENCE = re.compile(r"\.layers\.\d+(?=\.)")
+"""Where a name has a ``_LAYER_PREFIX``: each match's end is one (``.layers.N`` then a dot)."""
 _TAILS = sorted(architectures.PROBE_TAILS, key=len, reverse=True)
 LLAMA = "LlamaForCausalLM"
 MAX_NAMED = 3
@@ -73,20 +75,25 @@ def _param_check(context: NameContext) -> Callable[[str], bool]:
     (from the weights, else config.json's layers) whose quant config gives it a KV method."""
     if context.quant.engine_path is EnginePath.NONE:
         return lambda name: False
-    prefixes = set(context.attention_prefixes)
-    shape = context.shape
-    if not prefixes and shape.num_hidden_layers:
-        prefixes = {
-            f"model.layers.{i}.self_attn"
-            for i in range(shape.num_hidden_layers)
-            if is_kv_cache_layer(shape, i)
-        }
+    # (No copy: this runs once per scale-like tensor, and a copy per tensor of thousands of
+    # layers' prefixes made many unmapped names x many layers quadratic.)
+    prefixes = context.attention_prefixes or _config_prefixes(context.shape)
 
     def is_param(name: str) -> bool:
         match = _TARGET.match(name)
         return match is not None and attention_prefix(match["layer"]) in prefixes
 
     return is_param
+
+
+@functools.lru_cache(maxsize=8)
+def _config_prefixes(shape: ModelShape) -> frozenset[str]:
+    """config.json's attention prefixes, when no projection weight names them."""
+    return frozenset(
+        f"model.layers.{i}.self_attn"
+        for i in range(shape.num_hidden_layers or 0)
+        if is_kv_cache_layer(shape, i)
+    )
 
 
 def _drop_reason(tensor: str, remapped: names.Remapped, context: NameContext) -> str:
@@ -515,14 +522,23 @@ class SglangEngine(Engine):
         layer with the tensor's ``layers.N`` prefix; a name outside every layer fails them
         all."""
         out: dict[str, tuple[UnmappedTensor, str]] = {}
+        # The layers under each "<...>.layers.N" prefix, once (a layer is under every such
+        # prefix of its name): each tensor then finds its owners in one lookup, not one scan of
+        # every layer (thousands of refused names x thousands of layers took minutes).
+        under: dict[str, list[str]] = {}
+        for name in layer_names:
+            for m in _LAYER_OCCURRENCE.finditer(name):
+                under.setdefault(name[: m.end()], []).append(name)
         for item in unmapped:
             if not item.fails:
                 continue
             why = f"{item.reason} ({item.tensor!r})"
             match = _LAYER_PREFIX.match(item.tensor)
-            owners = [n for n in layer_names if match and n.startswith(match.group(1) + ".")]
+            owners = under.get(match.group(1), []) if match else []
             for owner in owners or layer_names:
                 out.setdefault(owner, (item, why))
+            if not owners:
+                break  # every layer has its culprit: the later tensors change nothing
         return out
 
     def cache_write(self, kv_cache_dtype: str, attention_backend: str | None) -> CacheWrite | None:

@@ -291,6 +291,8 @@ class VllmEngine(Engine):
             owners = by_prefix.get(match.group(1), []) if match else []
             for owner in owners or layer_names:
                 out.setdefault(owner, (item, why))
+            if not owners:
+                break  # every layer has its culprit: the later tensors change nothing
         return out
 
     def engine_problems(

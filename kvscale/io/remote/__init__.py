@@ -1,7 +1,7 @@
 """Read a checkpoint where it lives: a Hugging Face Hub repository or an HTTPS URL, by byte ranges.
 
-Inputs (``remote_spec``): ``hf://ORG/NAME[@REVISION]``; a bare ``ORG/NAME`` when no local path of
-that name exists; a Hub web or resolve URL (``https://huggingface.co/ORG/NAME[/resolve/REV/FILE]``);
+Inputs (``remote_spec``): ``hf://ORG/NAME[@REVISION]``; a bare ``ORG/NAME`` when nothing named
+``ORG/NAME`` or ``ORG`` exists in the current directory; a Hub web or resolve URL (``https://huggingface.co/ORG/NAME[/resolve/REV/FILE]``);
 any ``http(s)://.../X.safetensors`` or ``.../X.safetensors.index.json`` URL.
 
 What is read, and how (``open_remote``):
@@ -34,7 +34,9 @@ for, and no body is ever read past the bytes asked for. Redirects are followed b
 (at most ``max_redirects``; the token is sent only to the Hub's own origin, never to the CDN a
 file redirects to); ``Accept-Encoding: identity``; 429 and 5xx are retried with exponential
 backoff honouring ``Retry-After`` (one wait at most ``max_retry_wait``, all waits of a request at
-most ``retry_budget``); connect, read and whole-response timeouts. The first failure stops every
+most ``retry_budget``); connect and read timeouts, and an overall deadline for every read
+(limit ``remote-read-seconds``: a server that trickles its answer a byte at a time, headers
+included, cannot hold a run). The first failure stops every
 other request of the run. Failures are one-line ``KVScaleError``s (exit 2) naming the URL, or
 for what a file holds the ``hf://ORG/NAME@SHA/FILE`` it came from; a missing huggingface_hub is
 an ``ExtraMissingError`` (exit 3).

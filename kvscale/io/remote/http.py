@@ -1,6 +1,12 @@
 """The HTTP client remote reads go through: ranged GETs checked against ``Content-Range``,
 redirects followed by kvscale (the token only to the Hub's own origin), retries of 429 and 5xx
 with backoff honouring ``Retry-After``, timeouts, and one-line errors naming the URL.
+
+Every read has an overall deadline (limit ``remote-read-seconds``): httpx's timeouts bound each
+wait for a byte, never a whole answer (a server that sends one byte every few seconds, status
+line and headers included, passes them all). A read runs in a thread of its own, and the caller
+stops waiting at the deadline whatever that thread is blocked in; the thread, told it was given
+up, ends at its next byte.
 """
 
 from __future__ import annotations
@@ -13,22 +19,16 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from kvscale.errors import (
     EnvironmentMissingError,
     InputError,
 )
-from kvscale.io.safetensors import (
-    quote,
-)
-
-if TYPE_CHECKING:
-    pass
-
-
 from kvscale.io.remote.urls import origin, short_url
+from kvscale.io.safetensors import quote
+from kvscale.limits import REMOTE_READ_SECONDS
 
 _REDIRECTS = frozenset([301, 302, 303, 307, 308])
 
@@ -51,8 +51,9 @@ class RemoteOptions:
     connect_timeout: float = 10.0
     read_timeout: float | None = None
     """Longest wait for any byte (None: huggingface_hub's ``HF_HUB_DOWNLOAD_TIMEOUT``, 10 s)."""
-    request_timeout: float = 120.0
-    """Longest time for one whole response, first byte to last."""
+    request_timeout: float | None = None
+    """Longest time for one read: its redirects, retries and whole answer (None: the limit
+    ``remote-read-seconds``, ``KVSCALE_REMOTE_READ_SECONDS``)."""
     retries: int = 4
     backoff: float = 0.5
     """First wait after a 429/5xx without Retry-After; doubled each time."""
@@ -77,6 +78,18 @@ class RemoteHTTPError(InputError):
 
 class _Cancelled(Exception):
     """Another request of the run failed; this one stops."""
+
+
+class _Read:
+    """One read in flight: its deadline, and what the caller and its thread tell each other."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.finished = threading.Event()
+        self.given_up = threading.Event()
+        """Set by the caller at the deadline (or when the run stops): the thread stops."""
+        self.received = 0
+        """Body bytes received so far (for the deadline's message)."""
 
 
 class TooLong(Exception):
@@ -124,8 +137,14 @@ class HttpClient:
         if read is None:
             read = float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
         self.read_timeout = read
+        given = options.request_timeout
+        self.deadline = float(REMOTE_READ_SECONDS.value()) if given is None else given
+        """Seconds one read may take, all of it."""
+        self._deadline_hint = (
+            REMOTE_READ_SECONDS.describe() if given is None else "a deadline set by the caller"
+        )
         self._timeout = httpx2.Timeout(
-            connect=options.connect_timeout, read=read, write=read, pool=options.request_timeout
+            connect=options.connect_timeout, read=read, write=read, pool=self.deadline
         )
         self._token = token
         self._hub_origin = origin(endpoint)
@@ -155,27 +174,52 @@ class HttpClient:
         return headers
 
     def get(self, url: str, *, byte_range: tuple[int, int] | None, cap: int) -> _Reply:
-        """One logical GET: redirects followed, 429/5xx and dropped connections retried.
+        """One logical GET: redirects followed, 429/5xx and dropped connections retried, all
+        within ``deadline`` seconds.
 
-        Returns 2xx and 416 answers; raises ``RemoteHTTPError`` for the others, ``TooLong``
-        when the body would pass ``cap`` bytes (nothing past ``cap`` is read).
+        Returns 2xx and 416 answers; raises ``RemoteHTTPError`` for the others and at the
+        deadline, ``TooLong`` when the body would pass ``cap`` bytes (nothing past ``cap`` is
+        read).
         """
+        read = _Read(time.monotonic() + self.deadline)
+        outcome: list[_Reply | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(self._get(url, byte_range, cap, read))
+            except BaseException as exc:  # handed to the caller, which raises it
+                outcome.append(exc)
+            finally:
+                read.finished.set()
+
+        threading.Thread(target=run, name="kvscale-http-read", daemon=True).start()
+        while not read.finished.wait(min(0.1, max(0.0, read.deadline - time.monotonic()))):
+            if self.stop.is_set():
+                read.given_up.set()
+                raise _Cancelled()
+            if time.monotonic() >= read.deadline:
+                read.given_up.set()
+                n = read.received
+                got = f"; {n:,} byte{'s' if n != 1 else ''} of the answer came" if n else ""
+                raise RemoteHTTPError(
+                    short_url(url),
+                    f"no complete answer within {self.deadline:g} s{got} (the server is too "
+                    "slow, or sends its answer a little at a time)",
+                    hint=self._deadline_hint,
+                )
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _get(self, url: str, byte_range: tuple[int, int] | None, cap: int, read: _Read) -> _Reply:
         current = url
         hops = attempt = 0
         waited = 0.0
         httpx = self._httpx
-        options = self.options
-        # Every attempt of this GET together: the retry budget plus one slow answer.
-        deadline = time.monotonic() + options.retry_budget + options.request_timeout
         while True:
-            if self.stop.is_set():
+            if self.stop.is_set() or read.given_up.is_set():
                 raise _Cancelled()
-            if time.monotonic() > deadline:
-                raise RemoteHTTPError(
-                    short_url(url),
-                    f"gave up after {options.retry_budget + options.request_timeout:g} s "
-                    f"({attempt} attempts)",
-                )
             wait: float | None = None
             try:
                 with self._session.stream(
@@ -192,11 +236,13 @@ class HttpClient:
                         current = self._redirect(url, current, response.headers, hops, status)
                         continue
                     if status in _RETRY_STATUS:
-                        wait = self._retry_wait(url, status, response.headers, attempt, waited)
+                        wait = self._retry_wait(
+                            url, status, response.headers, attempt, waited, read.deadline
+                        )
                     else:
                         if status >= 400 and status != 416:
                             raise _status_error(url, status, response.headers)
-                        return self._read(current, response, status, cap, deadline)
+                        return self._read(current, response, status, cap, read)
             except httpx.TimeoutException:
                 raise RemoteHTTPError(
                     short_url(url),
@@ -216,7 +262,7 @@ class HttpClient:
             assert wait is not None
             attempt += 1
             waited += wait
-            if self.stop.wait(wait * random.uniform(0.9, 1.1)):
+            if self.stop.wait(wait * random.uniform(0.9, 1.1)) or read.given_up.is_set():
                 raise _Cancelled()
 
     def _redirect(
@@ -243,12 +289,26 @@ class HttpClient:
         return target
 
     def _retry_wait(
-        self, url: str, status: int, headers: Mapping[str, str], attempt: int, waited: float
+        self,
+        url: str,
+        status: int,
+        headers: Mapping[str, str],
+        attempt: int,
+        waited: float,
+        deadline: float,
     ) -> float:
         options = self.options
         asked = _retry_after(headers.get("retry-after"))
         wait = asked if asked is not None else options.backoff * 2**attempt
         what = "rate limited (HTTP 429)" if status == 429 else f"HTTP {status}"
+        if asked is not None and time.monotonic() + min(asked, options.max_retry_wait) > deadline:
+            raise RemoteHTTPError(
+                short_url(url),
+                f"{what}; the server asks to retry after {asked:g} s, past this read's "
+                f"deadline ({self.deadline:g} s)",
+                status=status,
+                hint="try again later; " + self._deadline_hint,
+            )
         if asked is not None and asked > options.max_retry_wait:
             raise RemoteHTTPError(
                 short_url(url),
@@ -266,7 +326,7 @@ class HttpClient:
             )
         return min(wait, options.max_retry_wait)
 
-    def _read(self, url: str, response: Any, status: int, cap: int, deadline: float) -> _Reply:
+    def _read(self, url: str, response: Any, status: int, cap: int, read: _Read) -> _Reply:
         encoding = response.headers.get("content-encoding")
         if encoding and encoding.strip().lower() != "identity":
             raise RemoteHTTPError(
@@ -285,22 +345,18 @@ class HttpClient:
             declared = int(length)
             if declared > cap:
                 raise TooLong(status, declared)
-        finish = min(time.monotonic() + self.options.request_timeout, deadline)
         chunks: list[bytes] = []
         received = 0
-        for chunk in response.iter_raw(1 << 16):
+        # Each piece as it arrives (no chunk size: httpx would wait for 64 KiB), so that a
+        # given-up read ends at its next byte.
+        for chunk in response.iter_raw():
             received += len(chunk)
+            read.received = received
             self._count(nbytes=len(chunk))
             if received > cap:
                 raise TooLong(status, declared)
             chunks.append(chunk)
-            if time.monotonic() > finish:
-                raise RemoteHTTPError(
-                    short_url(url),
-                    f"the response took longer than {self.options.request_timeout:g} s",
-                    status=status,
-                )
-            if self.stop.is_set():
+            if self.stop.is_set() or read.given_up.is_set():
                 raise _Cancelled()
         body = b"".join(chunks)
         if declared is not None and len(body) != declared:

@@ -498,6 +498,12 @@ def _open_hub(spec: RemoteSpec, progress: ProgressFn | None, options: RemoteOpti
     if is_offline():
         cached = _cached_snapshot(spec, revision, None)
         if cached is None:
+            if spec.given == spec.repo:
+                raise _neither(
+                    spec,
+                    "offline mode (HF_HUB_OFFLINE is set) and not in the local Hugging Face cache",
+                    "unset HF_HUB_OFFLINE, or download it first",
+                )
             raise offline_error(spec.display())
         stats = RemoteStats(spec.repo, revision, _sha_of(cached), 0, 0, 0, 0, str(cached))
         return _open_cached(spec, cached, stats, progress)
@@ -515,11 +521,11 @@ def _open_hub(spec: RemoteSpec, progress: ProgressFn | None, options: RemoteOpti
             short_url(api), "the repository listing is too large", hint=MAX_INDEX_BYTES.describe()
         ) from None
     except RemoteHTTPError as exc:
-        if spec.given != spec.repo or exc.status not in (401, 404):
+        if spec.given != spec.repo:
             raise
-        # A bare ORG/NAME that is neither a local path nor a repository: say both.
-        hint = f"no local path {spec.given!r} exists either" + (f"; {exc.hint}" if exc.hint else "")
-        raise RemoteHTTPError(exc.url, exc.reason, status=exc.status, hint=hint) from None
+        # A bare ORG/NAME that is no local path and that the Hub did not answer for: whatever
+        # went wrong (not found, no connection, a deadline), say both readings.
+        raise _neither(spec, f"{exc.reason} ({exc.url})", exc.hint) from None
     assert raw is not None
     sha, siblings = _parse_revision_answer(api, raw, revision)
     folder = spec.folder + "/" if spec.folder else ""
@@ -546,6 +552,17 @@ def _open_hub(spec: RemoteSpec, progress: ProgressFn | None, options: RemoteOpti
         spec, http=http, root=root, url_of=url_of, listing=listing, sha=sha, wanted=_wanted(options)
     )
     return _open_source(spec, source, progress)
+
+
+def _neither(spec: RemoteSpec, why: str, hint: str | None) -> CheckpointNotFoundError:
+    """A bare ``ORG/NAME``: no such local path (nor ``ORG``), and the Hub repository failed."""
+    org = spec.given.split("/", 1)[0]
+    return CheckpointNotFoundError(
+        spec.given,
+        f"no local file or directory of that name (nor {org!r}), and the Hub repository "
+        f"{spec.repo} could not be read: {why}",
+        hint=(f"{hint}; " if hint else "") + "if you meant a local path, check its spelling",
+    )
 
 
 def _wanted(options: RemoteOptions) -> Callable[[TensorInfo], bool] | None:

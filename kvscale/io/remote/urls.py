@@ -7,22 +7,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from kvscale.errors import (
-    UsageError,
-)
-from kvscale.io.checkpoint import (
-    INDEX_NAME,
-)
-from kvscale.io.safetensors import (
-    quote,
-)
-
-if TYPE_CHECKING:
-    pass
-
+from kvscale.errors import UsageError
+from kvscale.io.checkpoint import INDEX_NAME
+from kvscale.io.safetensors import quote
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 """``huggingface_hub.constants._HF_DEFAULT_ENDPOINT``."""
@@ -79,17 +68,31 @@ class RemoteSpec:
 def remote_spec(given: str) -> RemoteSpec | None:
     """The remote input ``given`` names, or None when it is a local path.
 
-    ``ORG/NAME`` is remote only when no local file, directory or symlink of that name exists.
-    Raises ``UsageError`` for an ``hf://`` or ``http(s)://`` input that names no checkpoint.
+    A bare ``ORG/NAME`` is a Hub repository only when nothing named ``ORG`` exists in the
+    current directory (``bare_name_is_local``). Raises ``UsageError`` for an ``hf://`` or
+    ``http(s)://`` input that names no checkpoint.
     """
     if given.startswith("hf://"):
         return _parse_hf(given)
     lowered = given[:8].lower()
     if lowered.startswith(("https://", "http://")):
         return _parse_url(given)
-    if _is_repo_id(given) and not os.path.lexists(given):
+    if _is_repo_id(given) and not bare_name_is_local(given):
         return RemoteSpec(given, repo=given)
     return None
+
+
+def bare_name_is_local(given: str) -> bool:
+    """Whether a bare ``ORG/NAME`` is read as a local path: when it exists, or when its first
+    part (``ORG``) exists here, so that ``my/llama2x`` beside a directory ``my`` is a mistyped
+    path, never a request to the Hub (``hf://my/llama2x`` asks the Hub whatever exists here).
+    Otherwise no local reading is possible, and it names a Hub repository."""
+    return os.path.lexists(given) or os.path.lexists(given.split("/", 1)[0])
+
+
+def is_bare_repo_id(given: str) -> bool:
+    """``ORG/NAME`` as huggingface_hub spells a repository id (whatever exists locally)."""
+    return _is_repo_id(given)
 
 
 def _is_repo_id(text: str) -> bool:
