@@ -78,3 +78,18 @@ def test_normalize_output_verifies(tmp_path: Path) -> None:
     assert normalized.exit_code == 0, normalized.stderr
     code, doc = _run(str(out), "--tokens", "1024")
     assert code == 0 and doc["target_kind"] == "scales-output" and doc["host_device_agree"]
+
+
+@pytest.mark.parametrize("dtype", ["nvfp4", "nvfp4_4over6"])
+def test_nvfp4_kernel_bytes_equal_the_reference_where_exact(tmp_path: Path, dtype: str) -> None:
+    """verify --gpu of an NVFP4 cache: kvscale's Triton write equals the CPU reference on every
+    byte the reference decides exactly (blocks whose bytes hang on the GPU's approximate
+    reciprocal are counted apart, kvscale.kernel.nvfp4)."""
+    from support.checkpoints import ct_config, make_checkpoint_dir
+
+    ckpt = make_checkpoint_dir(tmp_path, "c", layers=2, config=ct_config(2, hidden_size=512))
+    code, doc = _run(str(ckpt), "--kv-cache-dtype", dtype, "--tokens", "2048")
+    assert code == 0, doc
+    assert doc["kernel"] and doc["device"] != "cpu"
+    for layer in doc["layers"]:
+        assert layer["k"]["mismatched_bytes"] == 0 and layer["v"]["mismatched_bytes"] == 0

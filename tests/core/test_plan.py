@@ -277,3 +277,34 @@ def test_verify_data_reproduces_the_plans_numbers_exactly(
         chosen["kl_mean"],
         chosen["kl_max"],
     )
+
+
+@pytest.mark.slow
+def test_verify_data_reproduces_a_confirmation_run_with_skipped_layers(
+    tiny: Path, data: Path
+) -> None:
+    """A configuration with skipped layers, confirmed the way the plan confirms it, equals
+    ``kvscale verify --kv-cache-dtype-skip-layers`` of the same configuration, and keeping layer
+    0 unquantized lowers the KL of the int4 cache."""
+    from kvscale.cache_formats import INT4_PER_TOKEN_HEAD
+    from kvscale.core.plan import _confirm
+
+    loaded = load_model(tiny)
+    samples = [tuple(json.loads(line)["input_ids"]) for line in data.read_text().splitlines()]
+    runs = {}
+    for skip in ((), ("0",)):
+        candidate = Candidate("int4_per_token_head", INT4_PER_TOKEN_HEAD, None, skip_layers=skip)
+        runs[skip] = _confirm(candidate, loaded, samples, {}, 2, EngineOptions(), None, None)
+        flags = ["--kv-cache-dtype-skip-layers", ",".join(skip)] if skip else []
+        verify = _cli(
+            "verify", tiny, "--kv-cache-dtype", "int4_per_token_head", *flags, "--data", data,
+            "--samples", "3", "--seq-len", "24", "--json",
+        )  # fmt: skip
+        assert verify.exit_code == 0, verify.stderr
+        model_eval = json.loads(verify.stdout)["model_eval"]
+        assert (model_eval["ppl_fp8"], model_eval["kl_mean"], model_eval["kl_max"]) == (
+            runs[skip].ppl,
+            runs[skip].kl_mean,
+            runs[skip].kl_max,
+        )
+    assert runs[("0",)].kl_mean < runs[()].kl_mean  # type: ignore[operator]
