@@ -23,11 +23,16 @@ function imports what it needs when called: ``import kvscale`` stays cheap.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
 
+# Not ``from typing import TYPE_CHECKING``: this package is imported before the command line
+# installs its Ctrl-C handler (``kvscale.__main__``), so it imports nothing that is not loaded
+# already (typing takes a few ms). Type checkers treat any ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvscale.core.calibrate import CalibrationResult
     from kvscale.core.diff import DiffResult
     from kvscale.core.inspect import ScaleReport

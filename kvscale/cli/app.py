@@ -6,6 +6,10 @@ sees the real exit codes and no traceback reaches the user unless ``KVSCALE_DEBU
 * a ``KVScaleError`` prints its one line (message and how to fix it) and exits with its code;
 * Ctrl-C exits 130, a closed stdout (``kvscale inspect --json | head``) 141, quietly;
 * anything else is a bug in kvscale: one line asking for a report, exit 70.
+
+Errors found before a command runs (an unknown option, a missing argument, a value click
+refuses) are one line too, ``kvscale: error: ...``, exit 2 (``KVScaleGroup``): typer would
+draw a usage panel of six lines or more.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
+import typer.core
 
 from kvscale.cli.output import Output
 from kvscale.errors import ExitCode, KVScaleError
@@ -32,8 +37,80 @@ EXIT_CODES_HELP = (
     "141 stdout closed early."
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _click_error_types() -> tuple[type[Exception], type[Exception]]:
+    """``ClickException`` and ``UsageError`` of the click that typer runs on: typer 0.28 vendors
+    click as a private module, so they are taken from the bases of ``typer.BadParameter``, the
+    public one of them."""
+    bases = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
+    return bases["ClickException"], bases["UsageError"]
+
+
+ClickError, ClickUsageError = _click_error_types()
+
+
+class KVScaleCommand(typer.core.TyperCommand):
+    """A command whose usage line names its arguments as click does (``CHECKPOINT...``, ``A B``),
+    not typer's ``{checkpoints}...``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not isinstance(param, typer.core.TyperArgument):
+                continue
+            name = (param.metavar or param.name or "").upper()
+            if param.nargs != 1:
+                name += "..."
+            pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+class KVScaleGroup(typer.core.TyperGroup):
+    """The ``kvscale`` group: a usage error is one line, ``kvscale: error: ...``, exit 2."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            code = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except ClickError as exc:
+            if not standalone_mode:
+                raise
+            if type(exc).__name__ != "NoArgsIsHelpError":  # (that one has shown the help)
+                Output().error(usage_error_line(exc))
+            sys.exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error_line(exc: Exception) -> str:
+    """A click error as one line, with where to read the usage."""
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    text = " ".join(str(message).split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, ClickUsageError) and ctx is not None:
+        text += f" (see: {ctx.command_path} --help)"
+    return text
+
+
 app = typer.Typer(
     name="kvscale",
+    cls=KVScaleGroup,
     help=(
         "Inspect, normalize, calibrate and verify the FP8 KV-cache scales of safetensors "
         "checkpoints, resolved exactly as the serving engine resolves them.\n\n" + EXIT_CODES_HELP
@@ -44,8 +121,6 @@ app = typer.Typer(
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def debug_enabled() -> bool:
@@ -59,7 +134,7 @@ def handles_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         output = Output()
         try:
-            with terminate_as_interrupt():
+            with interrupts_raise():
                 return func(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
@@ -97,18 +172,28 @@ def command(*, examples: str = "", extra_help: str = "", **settings: Any) -> Cal
     """Register a command with its examples and the exit codes in its help epilog."""
 
     def decorate(func: F) -> F:
-        parts = [p for p in (examples.strip(), extra_help.strip(), EXIT_CODES_HELP) if p]
-        epilog = "\n\n".join(part.replace("\n", "\n\n") for part in parts)
-        app.command(epilog=epilog, **settings)(handles_errors(func))
+        app.command(epilog=epilog(examples, extra_help), cls=KVScaleCommand, **settings)(
+            handles_errors(func)
+        )
         return func
 
     return decorate
 
 
+def epilog(examples: str, extra_help: str = "") -> str:
+    """A command's help epilog: its examples, its extra help, the exit codes; one blank line
+    between paragraphs. (typer >= 0.27.1 shows an epilog as written; 0.26 joins its
+    paragraphs with single line breaks, so every example still gets a line of its own.)"""
+    parts = [part for part in (examples.strip(), extra_help.strip(), EXIT_CODES_HELP) if part]
+    return "\n\n".join(parts)
+
+
 @contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a CI timeout, ``docker stop``, ``kill``) raises KeyboardInterrupt like Ctrl-C,
-    so that staging directories and partial reports are cleaned up on the way out; exit 130."""
+def interrupts_raise() -> Iterator[None]:
+    """While a command runs, Ctrl-C (SIGINT) and SIGTERM (a CI timeout, ``docker stop``,
+    ``kill``) raise KeyboardInterrupt, so that staging directories and partial reports are
+    cleaned up on the way out; exit 130. Before and after (``kvscale.__main__`` installs a
+    handler that exits at once) there is nothing to clean up."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -116,11 +201,16 @@ def terminate_as_interrupt() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous_term = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is not signal.SIG_IGN:  # (a background job of a script ignores SIGINT)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous_int)
+        signal.signal(signal.SIGTERM, previous_term)
 
 
 def _silence_stdout() -> None:

@@ -61,7 +61,11 @@ Examples:
 
 CheckpointsArg = Annotated[
     list[str],
-    typer.Argument(help="One or more checkpoints: " + CHECKPOINT_HELP + ".", show_default=False),
+    typer.Argument(
+        help="One or more checkpoints: " + CHECKPOINT_HELP + ".",
+        metavar="CHECKPOINT",
+        show_default=False,
+    ),
 ]
 FilesOpt = Annotated[
     bool,
@@ -129,7 +133,7 @@ def inspect(
     # One checkpoint without --files: an unreadable input is the command's error (exit 2, one
     # line). Several: each is reported and the run goes on to the next.
     single = len(targets) == 1 and not files
-    runs = [_run(target, settings, revision) for target in targets]
+    runs = [_run(target, settings, output, revision) for target in targets]
     if junit is not None:
         # Before anything is printed: a report refused after the output would look like a run.
         from kvscale.io.staging import check_not_input
@@ -169,18 +173,19 @@ class _Run:
         return int(ExitCode.CHECK_FAILED) if self.failing else int(ExitCode.OK)
 
 
-def _run(target: str | Path, settings: RunSettings, revision: str | None = None) -> _Run:
+def _run(
+    target: str | Path, settings: RunSettings, output: Output, revision: str | None = None
+) -> _Run:
     from kvscale.core.inspect import inspect_checkpoint
 
     start = time.monotonic()
-    output = Output()
-    try:
-        with output.progress() as progress:
+    with output.progress() as progress:
+        try:
             report = inspect_checkpoint(
                 target, settings.options, progress=progress, revision=revision
             )
-    except KVScaleError as exc:
-        return _Run(target, settings, None, exc, time.monotonic() - start)
+        except KVScaleError as exc:
+            return _Run(target, settings, None, exc, time.monotonic() - start)
     return _Run(target, settings, report, None, time.monotonic() - start)
 
 

@@ -31,7 +31,11 @@ CHECKPOINT_HELP = (
 )
 CheckpointArg = Annotated[
     str,
-    typer.Argument(help=CHECKPOINT_HELP[0].upper() + CHECKPOINT_HELP[1:] + ".", show_default=False),
+    typer.Argument(
+        help=CHECKPOINT_HELP[0].upper() + CHECKPOINT_HELP[1:] + ".",
+        metavar="CHECKPOINT",
+        show_default=False,
+    ),
 ]
 RevisionOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.10

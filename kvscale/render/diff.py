@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 from kvscale.core.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
 from kvscale.engine.base import KINDS, ScaleValue
-from kvscale.floats import encode_json_value, format_value
+from kvscale.floats import encode_json_value, exact_text, format_value
 from kvscale.render._common import layer_labels
 from kvscale.render.escape import safe_text, sanitize
 
@@ -125,13 +125,20 @@ def _rel_text(rel: float | None) -> str:
 def _cell(change: ValueChange | None) -> Any:
     from rich.text import Text
 
+    from kvscale.render.cells import ValueCell, scale_cell
+
     if change is None:
         return Text("-", style="dim")
     if not change.changed:
-        return Text(format_value(change.a), style="dim")
-    text = Text(f"{format_value(change.a)} -> {format_value(change.b)}", style="yellow")
+        return scale_cell(change.a, style="dim")
+    text = ValueCell(
+        f"{format_value(change.a)} -> {format_value(change.b)}",
+        f"{exact_text(change.a)} -> {exact_text(change.b)}",
+        style="yellow",
+    )
     if change.head is not None:
         text.append(f" (head {change.head})", style="dim")
+        text.exact += f" (head {change.head})"
     return text
 
 
@@ -168,6 +175,8 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import longest_word, number_cell
+
     out: list[RenderableType] = []
     title = Text("KV-scale diff: A = ")
     title.append_text(safe_text(result.a.path, "bold"))
@@ -181,29 +190,41 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
             title.append_text(safe_text(template))
             title.append(")")
         out.append(title)
-        table = Table(pad_edge=False)
-        table.add_column(
-            "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
-        )
-        table.add_column("status", no_wrap=True)
-        table.add_column("rule", no_wrap=True)
-        for kind in KINDS:
-            table.add_column(kind.removesuffix("_scale"), no_wrap=True)
-        table.add_column("max rel", justify="right", no_wrap=True)
         status_style = {"changed": "yellow", "added": "cyan", "lost": "bold red"}
+        rows = []
         for label, layer in zip(labels, shown, strict=True):
             by_kind = {change.kind: change for change in layer.values}
             if layer.rule_changed:
                 rule = Text(f"{layer.rule_a} -> {layer.rule_b}", style="yellow")
             else:
                 rule = Text(layer.rule_a or layer.rule_b or "-")
-            table.add_row(
-                safe_text(label),
-                Text(layer.status, style=status_style.get(layer.status, "dim")),
-                rule,
-                *(_cell(by_kind.get(kind)) for kind in KINDS),
-                _rel_text(layer.max_rel_change),
+            rows.append(
+                [
+                    safe_text(label),
+                    Text(layer.status, style=status_style.get(layer.status, "dim")),
+                    rule,
+                    *(_cell(by_kind.get(kind)) for kind in KINDS),
+                    number_cell(layer.max_rel_change, _rel_text(layer.max_rel_change)),
+                ]
             )
+        # On a narrow terminal "a -> b" cells wrap between their numbers, never inside one; the
+        # names wrap and fold.
+        table = Table(pad_edge=False)
+        table.add_column(
+            "N" if template else "layer",
+            no_wrap=bool(template),
+            overflow="fold",
+            justify="right" if template else "left",
+        )
+        table.add_column("status", no_wrap=True)
+        table.add_column("rule", overflow="fold")
+        for i, kind in enumerate(KINDS):
+            table.add_column(
+                kind.removesuffix("_scale"), min_width=longest_word(row[3 + i] for row in rows)
+            )
+        table.add_column("max rel", justify="right", no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
         out.append(table)
     else:
         line = Text()

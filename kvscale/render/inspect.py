@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule, ScaleSource
-from kvscale.floats import encode_json_value, format_value
+from kvscale.floats import encode_json_value
 from kvscale.policy import Policy
 from kvscale.problems import Problem, Severity
 from kvscale.render._common import human_size, layer_labels
@@ -188,6 +188,8 @@ def inspect_renderables(
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import scale_cell
+
     template, labels = layer_labels([layer.name for layer in report.layers])
     title = Text("KV-cache scales of ")
     title.append_text(safe_text(report.checkpoint, "bold"))
@@ -203,16 +205,20 @@ def inspect_renderables(
         show_prob = any(layer.prob_scale not in (None, 1.0) for layer in report.layers) or any(
             "prob_scale" in layer.sources for layer in report.layers
         )
+        # Numbers never wrap; names, sources and codes wrap and fold on a narrow terminal.
         grid = Table(show_lines=False, pad_edge=False)
         grid.add_column(
-            "N" if template else "layer", justify="right" if template else "left", no_wrap=True
+            "N" if template else "layer",
+            justify="right" if template else "left",
+            no_wrap=bool(template),
+            overflow="fold",
         )
         kinds = ("k", "v", "q", "prob") if show_prob else ("k", "v", "q")
         for kind in kinds:
             grid.add_column(kind, justify="right", no_wrap=True)
         grid.add_column("rule", no_wrap=True, min_width=8)
-        grid.add_column("source", no_wrap=True)
-        grid.add_column("problems", no_wrap=True)
+        grid.add_column("source", overflow="fold")
+        grid.add_column("problems", overflow="fold")
         for label, layer in zip(labels, report.layers, strict=True):
             items = by_layer.get(layer.name, [])
             codes = Counter(p.code for p in items)
@@ -221,10 +227,10 @@ def inspect_renderables(
                 "\n".join(code if n == 1 else f"{code} x{n}" for code, n in codes.items()) or "-",
                 style="red" if worst else ("yellow" if codes else "dim"),
             )
-            values = [format_value(layer.k_scale), format_value(layer.v_scale)]
-            values.append(format_value(layer.q_scale))
+            values = [scale_cell(layer.k_scale), scale_cell(layer.v_scale)]
+            values.append(scale_cell(layer.q_scale))
             if show_prob:
-                values.append(format_value(layer.prob_scale))
+                values.append(scale_cell(layer.prob_scale))
             grid.add_row(
                 safe_text(label),
                 *values,

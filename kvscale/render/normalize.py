@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 from kvscale.core.normalize import NormalizePlan, NormalizeResult
 from kvscale.engine.base import KINDS
-from kvscale.floats import format_value
 from kvscale.problems import Problem
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text
@@ -90,6 +89,8 @@ def normalize_renderables(
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import scale_cell
+
     out: list[RenderableType] = []
     title = Text(
         "KV-cache scales written for "
@@ -104,14 +105,18 @@ def normalize_renderables(
         title.append_text(safe_text(template))
         title.append(")")
     out.append(title)
+    # Numbers never wrap; names wrap and fold on a narrow terminal.
     table = Table(pad_edge=False)
     table.add_column(
-        "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
+        "N" if template else "layer",
+        no_wrap=bool(template),
+        overflow="fold",
+        justify="right" if template else "left",
     )
     for kind in KINDS:
         table.add_column(kind.removesuffix("_scale"), justify="right", no_wrap=True)
     table.add_column("rule", no_wrap=True)
-    table.add_column("checkpoint names", no_wrap=True)
+    table.add_column("checkpoint names", overflow="fold")
     for text, layer in zip(labels, plan.layers, strict=True):
         label = safe_text(text)
         if layer.skipped:
@@ -126,7 +131,7 @@ def normalize_renderables(
             names = Text("kept as is", style="yellow")
         table.add_row(
             label,
-            *(format_value(layer.device[k]) for k in KINDS),
+            *(scale_cell(layer.device[k]) for k in KINDS),
             layer.rule,
             names if layer.checkpoint_tensors or layer.kept else Text("-", style="dim"),
         )
