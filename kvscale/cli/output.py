@@ -47,9 +47,9 @@ RENDER_WIDTH = 4096
 """Width human output is laid out at when stdout is not a terminal: wide enough that rich never
 folds a table cell or wraps a message, so that a CI log holds the same text at any width."""
 
-MIN_FOLDED_WIDTH = 4
-"""The narrowest a wrapping column gets on a terminal; below it a table keeps its natural width
-(the terminal then wraps the lines)."""
+MIN_FOLDED_WIDTH = 3
+"""The narrowest a wrapping column gets on a terminal; a table that does not fit even so keeps its
+natural width (the terminal then wraps its lines; rich would drop columns)."""
 
 
 def _tolerant(stream: TextIO) -> TextIO:
@@ -185,13 +185,18 @@ class Output:
         terminal's (None: ``RENDER_WIDTH``, the natural width)."""
         from rich.table import Table
 
-        console = _capture_console(colour, width or RENDER_WIDTH)
-        with console.capture() as capture:
-            for renderable in renderables:
-                if width is not None and isinstance(renderable, Table):
-                    fit_table(renderable, console, width)
+        natural = _capture_console(colour, RENDER_WIDTH)
+        terminal = _capture_console(colour, width) if width is not None else natural
+        parts = []
+        for renderable in renderables:
+            console = terminal
+            if console is not natural and isinstance(renderable, Table):
+                if not fit_table(renderable, console, console.width):
+                    console = natural
+            with console.capture() as capture:
                 console.print(renderable)
-        return finish_lines(capture.get())
+            parts.append(capture.get())
+        return finish_lines("".join(parts))
 
     def lines(self, lines: Iterable[str]) -> None:
         """Plain result lines on stdout, in every mode but json (quiet: problems only)."""
@@ -273,33 +278,36 @@ def _terminal_width(stream: TextIO) -> int | None:
     return max(shutil.get_terminal_size((80, 24)).columns, 1)
 
 
-def fit_table(table: Any, console: Console, width: int) -> None:
+def fit_table(table: Any, console: Console, width: int) -> bool:
     """Narrow ``table``'s wrapping columns (``no_wrap=False``) just enough that it fits
-    ``width``: the widest first, to one common cap (``max_width``), found by bisection on the
-    table's measured width. Columns that do not wrap (numbers) keep their width. A table
-    that fits is left as it is; so is one that cannot fit with its wrapping columns at
-    ``MIN_FOLDED_WIDTH``."""
+    ``width``: the widest first, to one common cap (``max_width``, never below a column's
+    ``min_width``), found by bisection on the table's measured width. Columns that do not wrap
+    (numbers) keep their width. A table that fits is left as it is; so is one that cannot fit
+    with its wrapping columns at ``MIN_FOLDED_WIDTH`` (False: lay it out at its natural
+    width)."""
     from rich.measure import Measurement
 
     natural = console.options.update_width(RENDER_WIDTH)
+    if Measurement.get(console, natural, table).maximum <= width:
+        return True
     wrapping = [c for c in table.columns if not c.no_wrap and c.width is None]
-    if not wrapping or Measurement.get(console, natural, table).maximum <= width:
-        return
     limits = [c.max_width for c in wrapping]
 
     def cap(limit: int) -> None:
         for column, own in zip(wrapping, limits, strict=True):
-            column.max_width = limit if own is None else min(own, limit)
+            # (a column's min_width, e.g. its longest number, is never cut into)
+            width_ = max(limit, column.min_width or 0)
+            column.max_width = width_ if own is None else min(own, width_)
 
     def fits(limit: int) -> bool:
         cap(limit)
         return Measurement.get(console, natural, table).maximum <= width
 
     low, high = MIN_FOLDED_WIDTH, width
-    if not fits(low):
+    if not wrapping or not fits(low):
         for column, own in zip(wrapping, limits, strict=True):
             column.max_width = own
-        return
+        return False
     while low < high:  # the largest cap that fits
         middle = (low + high + 1) // 2
         if fits(middle):
@@ -307,6 +315,7 @@ def fit_table(table: Any, console: Console, width: int) -> None:
         else:
             high = middle - 1
     cap(low)
+    return True
 
 
 def _capture_console(colour: bool, width: int = RENDER_WIDTH) -> Console:

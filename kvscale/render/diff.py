@@ -207,8 +207,8 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
                     number_cell(layer.max_rel_change, _rel_text(layer.max_rel_change)),
                 ]
             )
-        # On a narrow terminal "a -> b" cells wrap between their numbers, never inside one; the
-        # names wrap and fold.
+        # On a narrow terminal "a -> b" cells wrap between their numbers, never inside one
+        # (min_width: the longest number); names, words and headers wrap and fold.
         table = Table(pad_edge=False)
         table.add_column(
             "N" if template else "layer",
@@ -216,13 +216,20 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
             overflow="fold",
             justify="right" if template else "left",
         )
-        table.add_column("status", no_wrap=True)
+        table.add_column("status", overflow="fold")
         table.add_column("rule", overflow="fold")
         for i, kind in enumerate(KINDS):
             table.add_column(
-                kind.removesuffix("_scale"), min_width=longest_word(row[3 + i] for row in rows)
+                kind.removesuffix("_scale"),
+                overflow="fold",
+                min_width=longest_word(row[3 + i] for row in rows),
             )
-        table.add_column("max rel", justify="right", no_wrap=True)
+        table.add_column(
+            "max rel",
+            justify="right",
+            overflow="fold",
+            min_width=longest_word(row[-1] for row in rows),
+        )
         for row in rows:
             table.add_row(*row)
         out.append(table)
