@@ -88,6 +88,7 @@ def normalize(
     *,
     checkpoint_copy: bool = False,
     force: bool = False,
+    unsafe_write_unfixed: bool = False,
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
@@ -96,13 +97,16 @@ def normalize(
 ) -> NormalizeResult:
     """Write the scales the engine uses explicitly into ``out`` (``kv_scales.json`` and
     ``kv_scales.safetensors``; with ``checkpoint_copy`` also ``out/checkpoint``), atomically.
-    Raises ``RefusedError`` when a layer cannot be normalized (unless ``force``)."""
+    ``force`` replaces an existing output. Raises ``RefusedError`` when a layer cannot be
+    normalized, unless ``unsafe_write_unfixed``: such layers are then written as they are
+    (``result.plan.skipped_layers``)."""
     from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint
 
     options = NormalizeOptions(
         engine=_options(engine, kv_cache_dtype, platform, model_dtype, None),
         checkpoint=checkpoint_copy,
         force=force,
+        unsafe_write_unfixed=unsafe_write_unfixed,
         revision=revision,
     )
     return normalize_checkpoint(checkpoint, out, options)
@@ -112,13 +116,15 @@ def diff(
     a: PathLike,
     b: PathLike,
     *,
-    max_rel_change: float | None = None,
+    max_rel_change: float | None = 0.75,
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
 ) -> DiffResult:
     """Layer-by-layer changes from ``a`` to ``b`` (checkpoints, kv_scales.json or saved inspect
-    JSON); ``result.ok`` is the gate (``max_rel_change``: symmetric, max(a/b, b/a) - 1)."""
+    JSON); ``result.ok`` is the gate. ``max_rel_change``: the drift bound, symmetric
+    (max(a/b, b/a) - 1), by default ``kvscale.core.diff.DEFAULT_MAX_REL_CHANGE`` (0.75: a
+    calibrated scale that changes by more than 1.75x either way fails); None: no drift gate."""
     from kvscale.core.diff import diff_paths
 
     options = _options(engine, kv_cache_dtype, platform, None, None)

@@ -231,7 +231,7 @@ def per_head(root: Path, name: str = "heads") -> Path:
 def normalized(src: Path, out: Path, *extra: str) -> Path:
     """A normalize output to test against, written through the library (the set-up is not what
     these tests check, and each CLI invocation rebuilds the typer app). ``extra``: the CLI flags
-    --checkpoint, --force, --kv-cache-dtype X, --platform X."""
+    --checkpoint, --force, --unsafe-write-unfixed, --kv-cache-dtype X, --platform X."""
     flags = list(extra)
     engine: dict[str, str] = {}
     for option in ("--kv-cache-dtype", "--platform"):
@@ -239,11 +239,12 @@ def normalized(src: Path, out: Path, *extra: str) -> Path:
             at = flags.index(option)
             engine[option[2:].replace("-", "_")] = flags[at + 1]
             del flags[at : at + 2]
-    assert set(flags) <= {"--checkpoint", "--force"}, flags
+    assert set(flags) <= {"--checkpoint", "--force", "--unsafe-write-unfixed"}, flags
     options = NormalizeOptions(
         engine=EngineOptions(**engine),  # type: ignore[arg-type]
         checkpoint="--checkpoint" in flags,
         force="--force" in flags,
+        unsafe_write_unfixed="--unsafe-write-unfixed" in flags,
     )
     normalize_checkpoint(src, out, options)
     return out
@@ -515,7 +516,9 @@ def test_i17_4_refused_junit_prints_no_report(tmp_path: Path) -> None:
     src = checkpoint(tmp_path)
     for extra in ((), ("--json",)):
         result = invoke("inspect", src, *extra, "--junit", src / "model.safetensors")
-        one_line_error(result, "--junit")
+        one_line_error(result, "--junit", stdout=bool(extra))
+        if extra:  # --json: the document says what happened (kvscale.error/1), no report
+            assert json.loads(result.stdout)["schema"] == "kvscale.error/1"
 
 
 def test_i17_4_junit_onto_the_config_of_a_single_file_input(tmp_path: Path) -> None:
@@ -1389,13 +1392,13 @@ def test_i17_10_verify_accepts_normalize_force_output(tmp_path: Path) -> None:
     t = attention_weights(2)
     t[f"{P.format(0)}.k_scale"] = tensor(0.5)
     t[f"{P.format(0)}.v_scale"] = tensor(0.25)
-    t[f"{P.format(1)}.k_scale"] = tensor(0.0)  # not writable: skipped under --force
+    t[f"{P.format(1)}.k_scale"] = tensor(0.0)  # not writable: kept under --unsafe-write-unfixed
     t[f"{P.format(1)}.v_scale"] = tensor(0.25)
     src = write_checkpoint(
         tmp_path / "ckpt", t, llama_config(2, quant=quant_config("compressed-tensors"), head_dim=16)
     )
     assert invoke("normalize", src, "--out", tmp_path / "no").exit_code == 1
-    out = normalized(src, tmp_path / "out", "--force", "--checkpoint")
+    out = normalized(src, tmp_path / "out", "--unsafe-write-unfixed", "--checkpoint")
     code, doc, err = verify_json(out)
     assert code == 0, err
     assert doc is not None and doc["host_device_agree"] is True
@@ -1471,7 +1474,9 @@ def test_i17_11_no_workflow_command_from_names(tmp_path: Path, columns: str) -> 
     src = _hostile_checkpoint(tmp_path)
     env = {"GITHUB_ACTIONS": "true", "COLUMNS": columns}
     out = tmp_path / "out"
-    result = invoke("normalize", src, "--out", out, "--checkpoint", "--force", env=env)
+    result = invoke(
+        "normalize", src, "--out", out, "--checkpoint", "--unsafe-write-unfixed", env=env
+    )
     assert result.exit_code == 0, result.stderr
     assert _commands(result.stderr) == []
     assert "notes ::error" in result.stderr  # shown, defused: not dropped

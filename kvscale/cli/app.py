@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import typer
 import typer.core
 
-from kvscale.cli.output import Output
+from kvscale.cli.output import Output, documents_written
 from kvscale.errors import ExitCode, KVScaleError
 
 EXIT_CODES_HELP = (
@@ -133,6 +133,17 @@ def handles_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         output = Output()
+        # --json (or --format json): stdout holds one document whatever happens; a command that
+        # fails before writing its own gets a kvscale.error/1 document.
+        json_mode = kwargs.get("json_output") is True or _value(kwargs.get("fmt")) == "json"
+        written = documents_written()
+
+        def error_document(error_type: str, message: str, code: int, input_: Any) -> None:
+            if json_mode and documents_written() == written:
+                from kvscale.render._common import error_json
+
+                output.json(error_json(error_type, message, code, input_))
+
         try:
             with interrupts_raise():
                 return func(*args, **kwargs)
@@ -141,6 +152,9 @@ def handles_errors(func: F) -> F:
         except KVScaleError as exc:
             if debug_enabled():
                 raise
+            error_document(
+                type(exc).__name__, exc.one_line(), int(exc.exit_code), getattr(exc, "path", None)
+            )
             output.error(exc.one_line())
             raise typer.Exit(int(exc.exit_code)) from None
         except KeyboardInterrupt:
@@ -159,13 +173,19 @@ def handles_errors(func: F) -> F:
         except Exception as exc:  # a bug in kvscale, or an input we failed to classify
             if debug_enabled():
                 raise
-            output.error(
+            message = (
                 f"internal error: {type(exc).__name__}: {exc} "
                 "(rerun with KVSCALE_DEBUG=1 for a traceback and please report it)"
             )
+            error_document("InternalError", " ".join(message.split()), ExitCode.INTERNAL, None)
+            output.error(message)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _value(choice: object) -> object:
+    return getattr(choice, "value", choice)
 
 
 def command(*, examples: str = "", extra_help: str = "", **settings: Any) -> Callable[[F], F]:

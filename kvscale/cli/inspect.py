@@ -200,13 +200,23 @@ def _report(
     single: bool,
 ) -> None:
     from kvscale.render import inspect as render
+    from kvscale.render._common import error_json
 
     suites: list[Element] = []
-    documents = []
+    documents: list[dict[str, object]] = []
     for run in runs:
         if run.error is not None:
             if not single:  # a single run's error is the command's error, printed once
                 output.error(run.error.one_line())
+                if output.mode == "json":  # the list holds every input, each one accounted for
+                    documents.append(
+                        error_json(
+                            type(run.error).__name__,
+                            run.error.one_line(),
+                            run.exit_code,
+                            str(run.target),
+                        )
+                    )
             if annotate:
                 from kvscale.render.annotations import command_line
 
@@ -227,9 +237,15 @@ def _report(
                 render.inspect_json(report, run.failing, settings.policy, settings.applied())
             )
         elif output.mode == "quiet":
-            output.lines(render.problem_lines(run.failing))
+            # Several checkpoints: each line names its own.
+            named = None if single else report.checkpoint
+            output.lines(render.problem_lines(run.failing, named))
         else:
-            output.render(render.inspect_renderables(report, run.failing, table=table))
+            output.render(
+                render.inspect_renderables(
+                    report, run.failing, table=table, policy_file=settings.policy_path
+                )
+            )
         if annotate:
             from kvscale.render.annotations import inspect_annotations
 
@@ -246,7 +262,7 @@ def _report(
                     policy_file=settings.policy_path,
                 )
             )
-    if output.mode == "json" and documents:
+    if output.mode == "json" and not (single and runs[0].error is not None):
         output.json(documents[0] if len(runs) == 1 else documents)
     if output.mode == "human" and len(runs) > 1:
         output.render([render.total_line(runs_summary(runs))])

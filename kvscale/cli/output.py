@@ -78,6 +78,15 @@ def _colour(stream: TextIO) -> bool:
     return _isatty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
+_documents_written = 0
+
+
+def documents_written() -> int:
+    """How many JSON documents this process has written to stdout (the error handler writes an
+    error document only where a command wrote none)."""
+    return _documents_written
+
+
 def output_for(json_output: bool, quiet: bool, fmt: str | None) -> Output:
     """The Output of a command from ``--json``, ``--quiet`` and ``--format`` (table, json,
     markdown, csv), which exclude each other (``--json`` is ``--format json``)."""
@@ -127,6 +136,8 @@ class Output:
 
     def json(self, document: Any) -> None:
         """One JSON document on stdout, ASCII-only so hostile names cannot reach the terminal."""
+        global _documents_written
+        _documents_written += 1
         text = json.dumps(document, ensure_ascii=True, allow_nan=False, indent=2)
         # JSON strings hold `#` only inside strings, and `\\u0023` decodes back to `#`.
         self._write(self.stdout, text.replace("##[", "#\\u0023[") + "\n")

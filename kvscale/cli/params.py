@@ -219,8 +219,17 @@ ForceOpt = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Replace an existing --out (only an untouched kvscale output), and leave layers "
-        "that cannot be normalized (refused, invalid values) as they are instead of stopping.",
+        help="Replace an existing --out (only an untouched kvscale output: its manifest lists "
+        "exactly its files).",
+    ),
+]
+UnsafeWriteUnfixedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-write-unfixed",
+        help="Unsafe: write the layers that cannot be normalized (a layer the engine refuses, a "
+        "zero/negative/NaN/inf scale) as they are instead of stopping; the engine still "
+        "refuses or misuses them, and the summary names them.",
     ),
 ]
 CheckpointCopyOpt = Annotated[

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
@@ -18,6 +19,28 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 SCHEMA = "kvscale.diff/1"
+
+
+@dataclass(frozen=True)
+class DriftGate:
+    """The drift bound a diff ran with and where it came from (for the summary and JSON)."""
+
+    threshold: float | None
+    """None: no drift gate."""
+    source: str
+    """``default``, ``command-line`` or ``policy-file``."""
+    policy_file: str | None = None
+
+    def describe(self) -> str:
+        if self.source == "command-line":
+            origin = "--no-drift-gate" if self.threshold is None else "--max-rel-change"
+        elif self.source == "policy-file":
+            origin = f"max_rel_change of policy file {self.policy_file}"
+        else:
+            origin = "kvscale's default; --max-rel-change sets another, --no-drift-gate none"
+        if self.threshold is None:
+            return f"no drift gate ({origin})"
+        return f"drift gate: relative change <= {self.threshold:g} ({origin})"
 
 
 def _rel_json(rel: float | None) -> object:
@@ -37,6 +60,7 @@ def _side_json(side: ScaleSet) -> dict[str, Any]:
         "engine_path": side.engine_path,
         "model_dtype": side.model_dtype,
         "layers": len(side.layers),
+        "problems": [p.to_json() for p in side.problems],
     }
 
 
@@ -66,13 +90,22 @@ def _layer_json(layer: LayerDiff, failures: dict[str, list[str]]) -> dict[str, A
     }
 
 
-def failure_lines(result: DiffResult) -> list[str]:
+def failure_lines(
+    result: DiffResult, gate: DriftGate | None = None, policy_file: str | None = None
+) -> list[str]:
     """``--quiet``: one line per gate failure, then the summary."""
-    lines = [f"fail {f.rule} {f.layer.removesuffix('.attn')}: {f.message}" for f in result.failures]
-    return [*lines, summary_line(result)]
+    lines = [
+        f"fail {f.rule} {f.layer.removesuffix('.attn') or '(checkpoint)'}: {f.message}"
+        for f in result.failures
+    ]
+    return [*lines, summary_line(result, gate, policy_file)]
 
 
-def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -> dict[str, Any]:
+def diff_json(
+    result: DiffResult,
+    applied: Mapping[str, object] | None = None,
+    gate: DriftGate | None = None,
+) -> dict[str, Any]:
     """The ``kvscale.diff/1`` document: every layer of both sides, the gate and a summary."""
     by_layer: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
@@ -84,6 +117,7 @@ def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -
         "a": _side_json(result.a),
         "b": _side_json(result.b),
         "max_rel_change": result.threshold,
+        "max_rel_change_source": gate.source if gate is not None else None,
         "settings_differ": list(result.settings_differ),
         "layers": [_layer_json(layer, by_layer) for layer in result.layers],
         "failures": [
@@ -142,7 +176,11 @@ def _cell(change: ValueChange | None) -> Any:
     return text
 
 
-def summary_line(result: DiffResult) -> str:
+def summary_line(
+    result: DiffResult, gate: DriftGate | None = None, policy_file: str | None = None
+) -> str:
+    """Verdict, changes, the drift bound that applied and where it came from, the policy
+    file (when one applied), the gate failures."""
     changed = result.count("changed")
     total = len({layer.name for layer in result.layers})
     verdict = "FAIL" if result.failures else "OK"
@@ -160,18 +198,32 @@ def summary_line(result: DiffResult) -> str:
         f"{result.count('added')} added, {result.count('lost')} lost, "
         f"{rule_changes} rule change{'' if rule_changes == 1 else 's'}"
     )
-    if result.threshold is None:
-        parts.append("no drift gate (pass --max-rel-change)")
+    gate = gate or DriftGate(result.threshold, "given")
+    if gate.source == "given":  # (a caller of the core that did not say where it came from)
+        drift = "no drift gate" if gate.threshold is None else f"drift gate {gate.threshold:g}"
     else:
-        parts.append(f"gate --max-rel-change {result.threshold:g}")
+        drift = gate.describe()
+    parts.append(drift)
+    if policy_file is not None and gate.policy_file != policy_file:
+        parts.append(f"policy file {policy_file}")
+    new_errors = sum(1 for f in result.failures if f.rule == "new-error")
+    if new_errors:
+        parts.append(f"B has {new_errors} error{'' if new_errors == 1 else 's'} A has not")
     if result.failures:
         n = len(result.failures)
         parts.append(f"{n} gate failure{'' if n == 1 else 's'}")
     return "; ".join(parts)
 
 
-def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[RenderableType]:
-    """Changed layers (all with ``show_all``), then gate failures and warnings, then a summary."""
+def diff_renderables(
+    result: DiffResult,
+    *,
+    show_all: bool = False,
+    gate: DriftGate | None = None,
+    policy_file: str | None = None,
+) -> list[RenderableType]:
+    """Changed layers (all with ``show_all``), then gate failures and warnings, then a summary
+    (``gate``, ``policy_file``: what applied, named in it)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -248,7 +300,8 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
         )
     grouped: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
-        grouped[failure.rule].append(f"{failure.layer.removesuffix('.attn')}: {failure.message}")
+        where = failure.layer.removesuffix(".attn") or "(checkpoint)"
+        grouped[failure.rule].append(f"{where}: {failure.message}")
     for rule_name in sorted(grouped):
         items = grouped[rule_name]
         notes.append(f"fail {rule_name}", style="bold red")
@@ -263,7 +316,7 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
         out.append(notes)
     out.append(
         Text(
-            sanitize(summary_line(result)),
+            sanitize(summary_line(result, gate, policy_file)),
             style="bold red" if result.failures else "bold green",
         )
     )

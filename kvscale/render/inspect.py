@@ -126,7 +126,11 @@ def _sources_text(layer: ResolvedLayer) -> str:
     return ", ".join(labels) if labels else "-"
 
 
-def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
+def summary_line(
+    report: ScaleReport, failing: Sequence[Problem], policy_file: str | None = None
+) -> str:
+    """The last line for people: verdict, layers, problems, engine settings, and the policy
+    file that decided which problems fail the run (when one applied)."""
     rules = Counter(layer.rule.value for layer in report.layers)
     rule_text = ", ".join(f"{count} {rule}" for rule, count in sorted(rules.items())) or "none"
     kv = report.kv_cache_dtype
@@ -141,6 +145,8 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
         f"quant_method {report.quant_method or 'none'}, engine path {report.engine_path.value}, "
         f"kv cache {kv}, model dtype {report.model_dtype}, platform {report.platform}"
     )
+    if policy_file is not None:
+        line += f"; policy file {policy_file}"
     remote = report.remote
     if remote is not None:
         where = f"{remote.repo}@{remote.sha[:12]}" if remote.repo and remote.sha else "the URL"
@@ -154,12 +160,14 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
     return line
 
 
-def problem_lines(problems: Sequence[Problem]) -> list[str]:
-    """One line per problem (``--quiet``): severity, code, layer, message."""
+def problem_lines(problems: Sequence[Problem], checkpoint: str | None = None) -> list[str]:
+    """One line per problem (``--quiet``): severity, code, layer, message; first the checkpoint
+    when one is given (several checkpoints in one run)."""
     out = []
     for p in problems:
         where = f" {_short_layer(p.layer)}" if p.layer else ""
-        out.append(f"{p.severity.value} {p.code}{where}: {p.message}")
+        line = f"{p.severity.value} {p.code}{where}: {p.message}"
+        out.append(f"{checkpoint}: {line}" if checkpoint is not None else line)
     return out
 
 
@@ -180,10 +188,12 @@ def inspect_renderables(
     *,
     table: bool = True,
     max_problems_per_code: int = 3,
+    policy_file: str | None = None,
 ) -> list[RenderableType]:
     """For people: a title line, one row per layer, problems grouped by code, a summary.
 
     ``table=False`` (pre-commit's ``--files``): the title, problems and summary only.
+    ``policy_file``: the policy file that applied, named in the summary.
     """
     from rich.table import Table
     from rich.text import Text
@@ -277,7 +287,10 @@ def inspect_renderables(
             )
         )
     out.append(
-        Text(sanitize(summary_line(report, failing)), style="bold red" if failing else "bold green")
+        Text(
+            sanitize(summary_line(report, failing, policy_file)),
+            style="bold red" if failing else "bold green",
+        )
     )
     return out
 

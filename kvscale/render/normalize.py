@@ -50,6 +50,7 @@ def normalize_json(
         "out": str(plan.out),
         "written": result is not None,
         "replaced": bool(result and result.replaced),
+        "unsafe_write_unfixed": plan.options.unsafe_write_unfixed,
         "ok": result is not None,
         "kv_cache_dtype": plan.kv_cache_dtype,
         "kv_cache_dtype_requested": report.kv_cache_dtype_requested,
@@ -63,6 +64,7 @@ def normalize_json(
             "total": len(report.layers),
             "written": sum(1 for layer in plan.layers if not layer.skipped),
             "rules": dict(sorted(rules.items())),
+            # (written unfixed, with --unsafe-write-unfixed)
             "skipped": [
                 {"name": layer.name, "reason": layer.skipped} for layer in plan.skipped_layers
             ],
@@ -120,7 +122,7 @@ def normalize_renderables(
     for text, layer in zip(labels, plan.layers, strict=True):
         label = safe_text(text)
         if layer.skipped:
-            table.add_row(label, "-", "-", "-", "-", Text("skipped", style="bold red"), "-")
+            table.add_row(label, "-", "-", "-", "-", Text("unfixed", style="bold red"), "-")
             continue
         names = Text()
         for i, (_, tensor) in enumerate(layer.checkpoint_tensors):
@@ -154,11 +156,23 @@ def normalize_renderables(
         if result.replaced:
             line.append(" [replaced the previous output]")
         out.append(line)
+        unfixed = plan.skipped_layers
+        if unfixed:
+            warning = Text(
+                f"UNSAFE (--unsafe-write-unfixed): {len(unfixed)} layer"
+                f"{'' if len(unfixed) == 1 else 's'} written unfixed, as the checkpoint had "
+                "them (the engine still refuses or misuses them): ",
+                style="bold red",
+            )
+            for i, layer in enumerate(unfixed):
+                warning.append("; " if i else "")
+                warning.append_text(safe_text(f"{layer.name} ({layer.skipped})"))
+            out.append(warning)
     else:
         out.append(
             Text(
-                "nothing written: the problems above stop normalize (--force leaves those layers "
-                "as they are)",
+                "nothing written: the problems above stop normalize (--unsafe-write-unfixed "
+                "writes those layers as they are)",
                 style="bold red",
             )
         )
