@@ -177,7 +177,11 @@ def test_error_with_hostile_file_name_is_one_escaped_line(
     args = ["inspect", str(directory), *(["--json"] if json_mode else [])]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert result.stdout == ""
+    if json_mode:  # the document says what happened, every character JSON-escaped
+        assert result.stdout.isascii() and "\x1b" not in result.stdout
+        assert json.loads(result.stdout)["input"] == str(bad)
+    else:
+        assert result.stdout == ""
     err = result.stderr
     assert err.count("\n") == 1 and err.endswith("\n")
     assert_terminal_safe(err)

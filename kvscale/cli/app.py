@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import signal
 import sys
 import threading
@@ -177,7 +178,7 @@ def handles_errors(func: F) -> F:
                 f"internal error: {type(exc).__name__}: {exc} "
                 "(rerun with KVSCALE_DEBUG=1 for a traceback and please report it)"
             )
-            error_document("InternalError", " ".join(message.split()), ExitCode.INTERNAL, None)
+            error_document("InternalError", " ".join(message.split()), int(ExitCode.INTERNAL), None)
             output.error(message)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
@@ -200,11 +201,21 @@ def command(*, examples: str = "", extra_help: str = "", **settings: Any) -> Cal
     return decorate
 
 
+def _typer_joins_epilog_paragraphs() -> bool:
+    """typer before 0.27.1 shows an epilog's paragraphs (split at blank lines) one per line,
+    single line breaks turned into spaces; 0.27.1 shows it as written (``rich_utils``,
+    fastapi/typer#1405)."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", typer.__version__)
+    return found is not None and tuple(int(n) for n in found.groups()) < (0, 27, 1)
+
+
 def epilog(examples: str, extra_help: str = "") -> str:
-    """A command's help epilog: its examples, its extra help, the exit codes; one blank line
-    between paragraphs. (typer >= 0.27.1 shows an epilog as written; 0.26 joins its
-    paragraphs with single line breaks, so every example still gets a line of its own.)"""
+    """A command's help epilog, shown with one blank line between paragraphs and every example
+    on a line of its own: its examples, its extra help, the exit codes."""
     parts = [part for part in (examples.strip(), extra_help.strip(), EXIT_CODES_HELP) if part]
+    if _typer_joins_epilog_paragraphs():
+        # Every line its own paragraph, and an empty paragraph for each blank line.
+        return "\n\n".join(part.replace("\n", "\n\n") for part in parts)
     return "\n\n".join(parts)
 
 
@@ -223,12 +234,14 @@ def interrupts_raise() -> Iterator[None]:
 
     previous_term = signal.signal(signal.SIGTERM, handler)
     previous_int = signal.getsignal(signal.SIGINT)
-    if previous_int is not signal.SIG_IGN:  # (a background job of a script ignores SIGINT)
+    # (A background job of a script ignores SIGINT; None: a handler not set from Python.)
+    swap = previous_int not in (signal.SIG_IGN, None)
+    if swap:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
-        if previous_int is not signal.SIG_IGN:
+        if swap:
             signal.signal(signal.SIGINT, previous_int)
         signal.signal(signal.SIGTERM, previous_term)
 

@@ -65,10 +65,11 @@ DEFAULT_MAX_REL_CHANGE = 0.75
 either way (``max(a/b, b/a) - 1 > 0.75``).
 
 Honest recalibration stays below it. SmolLM2-135M (30 layers, k and v: 60 scales) calibrated by
-``kvscale calibrate`` on disjoint quarters of ``examples/calibration/kvscale-calibration.txt``:
-8 x 512 tokens each, pairs differ by at most 0.50 (p95 0.17, median 0.04; 6 pairs); 32 x 512
-tokens, at most 0.29 (p95 0.13; 3 pairs); 8 against 32 samples of the same text, at most 0.56.
-Larger calibration sets (the usual 512 x 2048) differ less still.
+``kvscale calibrate`` on disjoint quarters of ``examples/calibration/kvscale-calibration.txt``
+(``benchmarks/calibration_noise.py``): 8 x 512 tokens each, pairs differ by at most 0.50 (p95
+0.17, median 0.04; 6 pairs); 32 x 512 tokens, at most 0.33 (p95 0.16, median 0.03; 6 pairs);
+8 against 32 samples of the same text, at most 0.56 (4 pairs). Larger calibration sets (the
+usual 512 x 2048) differ less still.
 
 The regressions the gate is for are larger: a scale computed for the other FP8 format
 (448 / 240 = 1.87x, 0.87), one doubled or halved (fnuz doubling applied twice or not at all:

@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 COPIES = 40
 """``inspect --json`` of 40 checkpoints: a list of about 200 KB, far beyond the pipe."""
@@ -35,16 +33,9 @@ def _read_a_little_then_close(args: list[str]) -> tuple[int, bytes, str]:
     return proc.returncode, first, err.decode()
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["inspect", *["examples/llm-compressor-fp8"] * COPIES, "--json", "--no-policy"],
-        ["inspect", *["examples/llm-compressor-fp8"] * COPIES, "--no-policy"],
-    ],
-    ids=["json", "table"],
-)
-def test_reader_gone_mid_document_exits_141_quietly(args: list[str]) -> None:
+def test_reader_gone_mid_document_exits_141_quietly() -> None:
+    args = ["inspect", *["examples/llm-compressor-fp8"] * COPIES, "--json", "--no-policy"]
     code, first, err = _read_a_little_then_close(args)
-    assert first[:1] in (b"[", b"K")
+    assert first[:1] == b"["
     assert code == 141, err
     assert err == ""

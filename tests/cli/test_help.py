@@ -60,10 +60,11 @@ def test_help_lists_every_engines_kv_cache_dtypes(command: str) -> None:
 
 @pytest.mark.parametrize("command", sorted(USAGE))
 def test_examples_are_one_blank_line_apart(command: str) -> None:
-    text = _help(command)
-    assert "\n\n\n" not in "\n".join(line.rstrip() for line in text.splitlines())
-    examples = [line.strip() for line in text.splitlines() if line.strip().startswith("kvscale ")]
-    assert examples, text
+    lines = [line.strip() for line in _help(command).splitlines()]
+    assert "\n\n\n" not in "\n".join(lines)  # never two blank lines in a row
+    examples = [i for i, line in enumerate(lines) if line.startswith("kvscale ")]
+    assert len(examples) >= 2
+    assert "" in lines[examples[0] + 1 : examples[1]]  # one blank line between examples
 
 
 @pytest.mark.parametrize(
