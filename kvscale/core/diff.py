@@ -518,10 +518,7 @@ def _drift(change: ValueChange) -> tuple[float, int | None] | None:
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         pairs = [(rel_change(x, y), i) for i, (x, y) in enumerate(zip(a, b, strict=True))]
         valid = [p for p, x, y in zip(pairs, a, b, strict=True) if _valid(x) and _valid(y)]
-        if not valid:
-            return None
-        rel, head = max(valid, key=lambda p: p[0])
-        return rel, head
+        return max(valid, key=lambda p: p[0]) if valid else None
     host_a = max_nan(a) if isinstance(a, tuple) else a
     host_b = max_nan(b) if isinstance(b, tuple) else b
     if not (_valid(host_a) and _valid(host_b)):

@@ -125,7 +125,7 @@ def calibrate_renderables(
     from rich.table import Table
     from rich.text import Text
 
-    from kvscale.render.cells import scale_cell
+    from kvscale.render.cells import add_layer_column, scale_cell
 
     capture = plan.capture
     holdout = capture.holdout_samples > 0
@@ -142,12 +142,7 @@ def calibrate_renderables(
         title.append_text(safe_text(template))
     title.append(")")
     table = Table(pad_edge=False)
-    table.add_column(
-        "N" if template else "layer",
-        no_wrap=bool(template),
-        overflow="fold",
-        justify="right" if template else "left",
-    )
+    add_layer_column(table, template)
     for column in ("k amax", "v amax", "k scale", "v scale", "engine k", "engine v"):
         table.add_column(column, justify="right", no_wrap=True)
     if holdout:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rich.table import Table
 from rich.text import Text
 
 from kvscale.floats import exact_text, format_value
@@ -40,3 +41,15 @@ def longest_word(cells: Iterable[object]) -> int:
     numbers may get without splitting one."""
     words = [w for cell in cells for w in getattr(cell, "plain", str(cell)).split()]
     return max((len(w) for w in words), default=1)
+
+
+def add_layer_column(table: Table, template: str | None) -> None:
+    """The first column of a per-layer table: the layer index N when the names share a template
+    (``render._common.layer_labels``; a number, never wrapped), else the names (they wrap and
+    fold on a narrow terminal)."""
+    table.add_column(
+        "N" if template else "layer",
+        justify="right" if template else "left",
+        no_wrap=bool(template),
+        overflow="fold",
+    )

@@ -227,7 +227,7 @@ def diff_renderables(
     from rich.table import Table
     from rich.text import Text
 
-    from kvscale.render.cells import longest_word, number_cell
+    from kvscale.render.cells import add_layer_column, longest_word, number_cell
 
     out: list[RenderableType] = []
     title = Text("KV-scale diff: A = ")
@@ -262,12 +262,7 @@ def diff_renderables(
         # On a narrow terminal "a -> b" cells wrap between their numbers, never inside one
         # (min_width: the longest number); names, words and headers wrap and fold.
         table = Table(pad_edge=False)
-        table.add_column(
-            "N" if template else "layer",
-            no_wrap=bool(template),
-            overflow="fold",
-            justify="right" if template else "left",
-        )
+        add_layer_column(table, template)
         table.add_column("status", overflow="fold")
         table.add_column("rule", overflow="fold")
         for i, kind in enumerate(KINDS):

@@ -198,7 +198,7 @@ def inspect_renderables(
     from rich.table import Table
     from rich.text import Text
 
-    from kvscale.render.cells import scale_cell
+    from kvscale.render.cells import add_layer_column, scale_cell
 
     template, labels = layer_labels([layer.name for layer in report.layers])
     title = Text("KV-cache scales of ")
@@ -217,12 +217,7 @@ def inspect_renderables(
         )
         # Numbers never wrap; names, sources and codes wrap and fold on a narrow terminal.
         grid = Table(show_lines=False, pad_edge=False)
-        grid.add_column(
-            "N" if template else "layer",
-            justify="right" if template else "left",
-            no_wrap=bool(template),
-            overflow="fold",
-        )
+        add_layer_column(grid, template)
         kinds = ("k", "v", "q", "prob") if show_prob else ("k", "v", "q")
         for kind in kinds:
             grid.add_column(kind, justify="right", no_wrap=True)

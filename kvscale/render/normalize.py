@@ -91,7 +91,7 @@ def normalize_renderables(
     from rich.table import Table
     from rich.text import Text
 
-    from kvscale.render.cells import scale_cell
+    from kvscale.render.cells import add_layer_column, scale_cell
 
     out: list[RenderableType] = []
     title = Text(
@@ -109,12 +109,7 @@ def normalize_renderables(
     out.append(title)
     # Numbers never wrap; names wrap and fold on a narrow terminal.
     table = Table(pad_edge=False)
-    table.add_column(
-        "N" if template else "layer",
-        no_wrap=bool(template),
-        overflow="fold",
-        justify="right" if template else "left",
-    )
+    add_layer_column(table, template)
     for kind in KINDS:
         table.add_column(kind.removesuffix("_scale"), justify="right", no_wrap=True)
     table.add_column("rule", no_wrap=True)
