@@ -26,12 +26,17 @@ exit code 3) naming it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
 
+# Not ``from typing import TYPE_CHECKING``: this package is imported before the command line
+# installs its Ctrl-C handler (``kvscale.__main__``), so it imports nothing that is not loaded
+# already (typing takes a few ms). Type checkers treat any ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from kvscale.core.calibrate import CalibrationResult
     from kvscale.core.diff import DiffResult
     from kvscale.core.inspect import ScaleReport
@@ -53,9 +58,13 @@ def _options(
     kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
     gpu_arch: str | None = None,
 ) -> EngineOptions:
-    from kvscale.engine.options import EngineOptions, parse_skip_layers
+    from kvscale.engine.options import EngineOptions, check_for_engine, parse_skip_layers
+    from kvscale.engine.registry import DEFAULT_ENGINE, parse_engine
 
     # Validated by EngineOptions, as the command line's options are (no policy file is read).
+    check_for_engine(
+        parse_engine(engine) if engine else DEFAULT_ENGINE, kv_cache_dtype, attention_backend
+    )
     return EngineOptions(
         engine=engine,  # type: ignore[arg-type]
         kv_cache_dtype=kv_cache_dtype,
@@ -103,6 +112,7 @@ def normalize(
     *,
     checkpoint_copy: bool = False,
     force: bool = False,
+    unsafe_write_unfixed: bool = False,
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
@@ -112,7 +122,9 @@ def normalize(
 ) -> NormalizeResult:
     """Write the scales the engine uses explicitly into ``out`` (``kv_scales.json`` and
     ``kv_scales.safetensors``; with ``checkpoint_copy`` also ``out/checkpoint``), atomically.
-    Raises ``RefusedError`` when a layer cannot be normalized (unless ``force``)."""
+    ``force`` replaces an existing output. Raises ``RefusedError`` when a layer cannot be
+    normalized, unless ``unsafe_write_unfixed``: such layers are then written as they are
+    (``result.plan.skipped_layers``)."""
     from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint
 
     options = NormalizeOptions(
@@ -121,6 +133,7 @@ def normalize(
         ),
         checkpoint=checkpoint_copy,
         force=force,
+        unsafe_write_unfixed=unsafe_write_unfixed,
         revision=revision,
     )
     return normalize_checkpoint(checkpoint, out, options)
@@ -130,14 +143,16 @@ def diff(
     a: PathLike,
     b: PathLike,
     *,
-    max_rel_change: float | None = None,
+    max_rel_change: float | None = 0.75,
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
     kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
 ) -> DiffResult:
     """Layer-by-layer changes from ``a`` to ``b`` (checkpoints, kv_scales.json or saved inspect
-    JSON); ``result.ok`` is the gate (``max_rel_change``: symmetric, max(a/b, b/a) - 1)."""
+    JSON); ``result.ok`` is the gate. ``max_rel_change``: the drift bound, symmetric
+    (max(a/b, b/a) - 1), by default ``kvscale.core.diff.DEFAULT_MAX_REL_CHANGE`` (0.75: a
+    calibrated scale that changes by more than 1.75x either way fails); None: no drift gate."""
     from kvscale.core.diff import diff_paths
 
     options = _options(engine, kv_cache_dtype, platform, None, None, kv_cache_dtype_skip_layers)

@@ -173,6 +173,20 @@ def format_value(value: float | Sequence[float] | None) -> str:
     return f"{value:.6g}"
 
 
+def exact_text(value: float | Sequence[float] | None) -> str:
+    """A scale value as text without rounding (CSV): the shortest repr that round-trips, as the
+    JSON documents hold it; every head of a per-head value, as a list."""
+    if value is None:
+        return "-"
+    if not isinstance(value, float):
+        return "[" + ", ".join(exact_text(v) for v in value) + "]"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)
+
+
 def max_nan(values: Sequence[float]) -> float:
     """``torch.max`` semantics: NaN if any element is NaN."""
     result = -math.inf

@@ -96,7 +96,9 @@ class PolicyFile:
     options: EngineOptions = field(default_factory=EngineOptions)
     """Engine options the file sets (the command line wins over each)."""
     max_rel_change: float | None = None
-    """Default gate for ``kvscale diff``."""
+    """Default drift gate for ``kvscale diff`` (None: not set here)."""
+    no_drift_gate: bool = False
+    """``max_rel_change = false``: ``kvscale diff`` runs without a drift gate."""
 
 
 POLICY_KEYS: Mapping[str, str] = {
@@ -111,7 +113,8 @@ POLICY_KEYS: Mapping[str, str] = {
     "kv_cache_dtype_skip_layers": "default for --kv-cache-dtype-skip-layers (a list, or "
     "comma-separated text)",
     "gpu_arch": "default for --gpu-arch",
-    "max_rel_change": "default for kvscale diff --max-rel-change",
+    "max_rel_change": "default for kvscale diff --max-rel-change (a number; false: no drift "
+    "gate, like --no-drift-gate)",
 }
 
 
@@ -245,10 +248,11 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
     except UsageError as exc:
         raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
     max_rel_change = None
-    if "max_rel_change" in table:
+    no_drift_gate = table.get("max_rel_change") is False
+    if "max_rel_change" in table and not no_drift_gate:
         value = table["max_rel_change"]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UsageError(f"{path}: max_rel_change must be a number")
+            raise UsageError(f"{path}: max_rel_change must be a number (or false: no drift gate)")
         try:
             max_rel_change = float(value)
         except OverflowError:  # a TOML integer of 400 digits
@@ -260,6 +264,7 @@ def parse_policy(path: Path, table: Mapping[str, Any]) -> PolicyFile:
         policy=Policy(strict=strict, fail_on=fail_on, allow=allow),
         options=options,
         max_rel_change=max_rel_change,
+        no_drift_gate=no_drift_gate,
     )
 
 

@@ -437,32 +437,35 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         E,
         "normalize: a value the engine would use is not a positive finite number, so it cannot "
         "be written as an explicit scale.",
-        "Recalibrate the layer, or pass --force to keep its tensors as they are.",
+        "Recalibrate the layer, or pass --unsafe-write-unfixed to write its tensors as they are "
+        "(the engine still uses the invalid value).",
     ),
     ProblemCode(
         "unsafe-tensor-name",
         E,
         "normalize: a layer name holds path separators or control characters; kvscale writes no "
         "tensor name derived from it.",
-        "Rename the checkpoint's tensors, or pass --force to keep the layer as it is.",
+        "Rename the checkpoint's tensors, or pass --unsafe-write-unfixed to write the layer as it "
+        "is.",
     ),
     ProblemCode(
         "unmappable-name",
         E,
         "normalize: no checkpoint name maps back to this layer's scale under the checkpoint's "
         "quant method, so it cannot be written explicitly.",
-        "Pass --force to keep the layer as it is.",
+        "Pass --unsafe-write-unfixed to write the layer as it is.",
     ),
     ProblemCode(
         "name-collision",
         E,
         "normalize: a tensor the copy must write already exists under that name and is kept.",
-        "Remove the stale tensor from the checkpoint (--force cannot resolve this).",
+        "Remove the stale tensor from the checkpoint (--unsafe-write-unfixed cannot resolve this).",
     ),
     ProblemCode(
         "layer-skipped",
         W,
-        "normalize --force: a layer that could not be normalized keeps its tensors as they are.",
+        "normalize --unsafe-write-unfixed: a layer that could not be normalized is written "
+        "unfixed, its tensors as they are.",
         "Fix the reason given; the copy still loads as the original does for this layer.",
     ),
     ProblemCode(

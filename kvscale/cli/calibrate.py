@@ -97,6 +97,7 @@ def calibrate(
         typer.Argument(
             help="A local Hugging Face model directory (config.json + safetensors weights; a "
             "tokenizer when the data is text), loaded with transformers.",
+            metavar="MODEL",
             show_default=False,
         ),
     ],

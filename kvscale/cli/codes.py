@@ -26,7 +26,7 @@ Examples:
 def codes(
     code: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Argument(help="Show only this code.", show_default=False),
+        typer.Argument(help="Show only this code.", metavar="CODE", show_default=False),
     ] = None,
     json_output: JsonOpt = False,
 ) -> None:

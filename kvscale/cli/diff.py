@@ -25,7 +25,10 @@ from kvscale.cli.params import (
     SkipLayersOpt,
 )
 from kvscale.cli.settings import run_settings
-from kvscale.errors import ExitCode
+from kvscale.core.diff import DEFAULT_MAX_REL_CHANGE
+from kvscale.errors import ExitCode, UsageError
+from kvscale.policy import PolicyFile
+from kvscale.render.diff import DriftGate
 
 EXAMPLES = """
 Examples:
@@ -40,10 +43,15 @@ Examples:
 GATE_HELP = (
     "Gate (exit 1): a layer of A is missing in B; a rule gets worse (separate/per_head > "
     "partial/duplicated > default/unquantized > error); a scale that was positive and finite "
-    "becomes zero, negative, NaN or inf; with --max-rel-change X, any scale of a layer changes "
-    "by more than X in either direction (max(a/b, b/a) - 1: a scale 128x smaller and one 128x "
-    "larger both change by 127; changes to or from zero, NaN or inf, or across the sign, count as "
-    "infinite)."
+    "becomes zero, negative, NaN or inf; a checkpoint B has an error (kvscale inspect's) that A "
+    "has not; any positive finite scale of a layer changes by more than the drift bound in "
+    "either direction (max(a/b, b/a) - 1: a scale 128x smaller and one 128x larger both change "
+    "by 127; a change to zero, NaN or inf is value-invalid, one from them a fix). The drift "
+    "bound is "
+    f"--max-rel-change, else the policy file's max_rel_change, else {DEFAULT_MAX_REL_CHANGE:g} "
+    "(more than 1.75x either way: two honest calibrations of a model differ by less, a scale "
+    "doubled, halved or computed for the other FP8 format by more); --no-drift-gate turns it "
+    "off. The summary says which bound applied."
 )
 
 _SIDE_HELP = (
@@ -62,9 +70,17 @@ MaxRelChangeOpt = Annotated[
     typer.Option(
         "--max-rel-change",
         help="Fail (exit 1) when any scale of a layer changes by more than this relative "
-        "amount, e.g. 0.01 for 1%. Default: from the policy file, else no drift gate.",
+        "amount, e.g. 0.01 for 1%. Default: the policy file's max_rel_change, else "
+        f"{DEFAULT_MAX_REL_CHANGE:g}.",
         min=0.0,
         show_default=False,
+    ),
+]
+NoDriftGateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-drift-gate",
+        help="No drift gate: scales may change by any amount (the other gates still apply).",
     ),
 ]
 AllOpt = Annotated[bool, typer.Option("--all", help="List every layer, not only changed ones.")]
@@ -75,6 +91,7 @@ def diff(
     a: SideAArg,
     b: SideBArg,
     max_rel_change: MaxRelChangeOpt = None,
+    no_drift_gate: NoDriftGateOpt = False,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     fmt: FormatOpt = None,
@@ -113,16 +130,16 @@ def diff(
         policy_path=policy_path,
         no_policy=no_policy,
     )
-    threshold = max_rel_change
-    if threshold is None and settings.policy_file is not None:
-        threshold = settings.policy_file.max_rel_change
+    gate = drift_gate(max_rel_change, no_drift_gate, settings.policy_file)
     output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress() as progress:
-        result = diff_paths(a, b, settings.options, threshold, progress=progress)
+        result = diff_paths(a, b, settings.options, gate.threshold, progress=progress)
     output.result(
-        document=lambda: diff_json(result, settings.applied()),
-        lines=lambda: failure_lines(result),
-        renderables=lambda: diff_renderables(result, show_all=show_all),
+        document=lambda: diff_json(result, settings.applied(), gate),
+        lines=lambda: failure_lines(result, gate, settings.policy_path),
+        renderables=lambda: diff_renderables(
+            result, show_all=show_all, gate=gate, policy_file=settings.policy_path
+        ),
     )
     if annotations_enabled(annotations.value):
         output.annotations(
@@ -130,3 +147,21 @@ def diff(
         )
     if result.failures:
         raise SystemExit(int(ExitCode.CHECK_FAILED))
+
+
+def drift_gate(
+    max_rel_change: float | None, no_drift_gate: bool, policy_file: PolicyFile | None
+) -> DriftGate:
+    """The drift bound that applies, and where it came from: the command line, else the policy
+    file, else ``DEFAULT_MAX_REL_CHANGE``."""
+    if no_drift_gate and max_rel_change is not None:
+        raise UsageError("--max-rel-change and --no-drift-gate exclude each other")
+    if no_drift_gate:
+        return DriftGate(None, "command-line")
+    if max_rel_change is not None:
+        return DriftGate(max_rel_change, "command-line")
+    if policy_file is not None and policy_file.no_drift_gate:
+        return DriftGate(None, "policy-file", str(policy_file.path))
+    if policy_file is not None and policy_file.max_rel_change is not None:
+        return DriftGate(policy_file.max_rel_change, "policy-file", str(policy_file.path))
+    return DriftGate(DEFAULT_MAX_REL_CHANGE, "default")

@@ -63,7 +63,11 @@ Examples:
 
 CheckpointsArg = Annotated[
     list[str],
-    typer.Argument(help="One or more checkpoints: " + CHECKPOINT_HELP + ".", show_default=False),
+    typer.Argument(
+        help="One or more checkpoints: " + CHECKPOINT_HELP + ".",
+        metavar="CHECKPOINT",
+        show_default=False,
+    ),
 ]
 FilesOpt = Annotated[
     bool,
@@ -135,7 +139,7 @@ def inspect(
     # One checkpoint without --files: an unreadable input is the command's error (exit 2, one
     # line). Several: each is reported and the run goes on to the next.
     single = len(targets) == 1 and not files
-    runs = [_run(target, settings, revision) for target in targets]
+    runs = [_run(target, settings, output, revision) for target in targets]
     if junit is not None:
         # Before anything is printed: a report refused after the output would look like a run.
         from kvscale.io.staging import check_not_input
@@ -175,18 +179,19 @@ class _Run:
         return int(ExitCode.CHECK_FAILED) if self.failing else int(ExitCode.OK)
 
 
-def _run(target: str | Path, settings: RunSettings, revision: str | None = None) -> _Run:
+def _run(
+    target: str | Path, settings: RunSettings, output: Output, revision: str | None = None
+) -> _Run:
     from kvscale.core.inspect import inspect_checkpoint
 
     start = time.monotonic()
-    output = Output()
-    try:
-        with output.progress() as progress:
+    with output.progress() as progress:
+        try:
             report = inspect_checkpoint(
                 target, settings.options, progress=progress, revision=revision
             )
-    except KVScaleError as exc:
-        return _Run(target, settings, None, exc, time.monotonic() - start)
+        except KVScaleError as exc:
+            return _Run(target, settings, None, exc, time.monotonic() - start)
     return _Run(target, settings, report, None, time.monotonic() - start)
 
 
@@ -201,13 +206,23 @@ def _report(
     single: bool,
 ) -> None:
     from kvscale.render import inspect as render
+    from kvscale.render._common import error_json
 
     suites: list[Element] = []
-    documents = []
+    documents: list[dict[str, object]] = []
     for run in runs:
         if run.error is not None:
             if not single:  # a single run's error is the command's error, printed once
                 output.error(run.error.one_line())
+                if output.mode == "json":  # the list holds every input, each one accounted for
+                    documents.append(
+                        error_json(
+                            type(run.error).__name__,
+                            run.error.one_line(),
+                            run.exit_code,
+                            str(run.target),
+                        )
+                    )
             if annotate:
                 from kvscale.render.annotations import command_line
 
@@ -228,9 +243,15 @@ def _report(
                 render.inspect_json(report, run.failing, settings.policy, settings.applied())
             )
         elif output.mode == "quiet":
-            output.lines(render.problem_lines(run.failing))
+            # Several checkpoints: each line names its own.
+            named = None if single else report.checkpoint
+            output.lines(render.problem_lines(run.failing, named))
         else:
-            output.render(render.inspect_renderables(report, run.failing, table=table))
+            output.render(
+                render.inspect_renderables(
+                    report, run.failing, table=table, policy_file=settings.policy_path
+                )
+            )
         if annotate:
             from kvscale.render.annotations import inspect_annotations
 
@@ -247,7 +268,7 @@ def _report(
                     policy_file=settings.policy_path,
                 )
             )
-    if output.mode == "json" and documents:
+    if output.mode == "json" and not (single and runs[0].error is not None):
         output.json(documents[0] if len(runs) == 1 else documents)
     if output.mode == "human" and len(runs) > 1:
         output.render([render.total_line(runs_summary(runs))])

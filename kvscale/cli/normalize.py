@@ -25,6 +25,7 @@ from kvscale.cli.params import (
     QuietOpt,
     RevisionOpt,
     SkipLayersOpt,
+    UnsafeWriteUnfixedOpt,
 )
 from kvscale.cli.settings import run_settings
 from kvscale.errors import ExitCode
@@ -67,6 +68,7 @@ def normalize(
     quiet: QuietOpt = False,
     fmt: NormalizeFormatOpt = None,
     force: ForceOpt = False,
+    unsafe_write_unfixed: UnsafeWriteUnfixedOpt = False,
     digests: DigestsOpt = False,
     revision: RevisionOpt = None,
 ) -> None:
@@ -75,7 +77,9 @@ def normalize(
     of the checkpoint.
 
     Everything is validated before anything is written; a layer the engine refuses, or a value
-    that is not a positive finite number, stops the run (exit 1) unless --force.
+    that is not a positive finite number, stops the run (exit 1), unless
+    --unsafe-write-unfixed writes such layers as they are. --force only replaces an existing
+    output.
     """
     from kvscale.core.normalize import NormalizeOptions, plan_normalize, write_plan
     from kvscale.io.staging import WriteOptions
@@ -97,6 +101,7 @@ def normalize(
         engine=settings.options,
         checkpoint=checkpoint_copy,
         force=force,
+        unsafe_write_unfixed=unsafe_write_unfixed,
         write=WriteOptions(digests=digests),
         revision=revision,
         sglang_json=sglang_json,
@@ -116,7 +121,7 @@ def normalize(
     if result is None:
         output.error(
             f"nothing written: {len(plan.blocking)} problem(s) normalization cannot fix "
-            "(pass --force to leave those layers as they are)"
+            "(--unsafe-write-unfixed writes those layers as they are)"
         )
     output.result(
         document=lambda: normalize_json(plan, result, settings.applied()),

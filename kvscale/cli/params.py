@@ -31,7 +31,11 @@ CHECKPOINT_HELP = (
 )
 CheckpointArg = Annotated[
     str,
-    typer.Argument(help=CHECKPOINT_HELP[0].upper() + CHECKPOINT_HELP[1:] + ".", show_default=False),
+    typer.Argument(
+        help=CHECKPOINT_HELP[0].upper() + CHECKPOINT_HELP[1:] + ".",
+        metavar="CHECKPOINT",
+        show_default=False,
+    ),
 ]
 RevisionOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.10
@@ -259,8 +263,17 @@ ForceOpt = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Replace an existing --out (only an untouched kvscale output), and leave layers "
-        "that cannot be normalized (refused, invalid values) as they are instead of stopping.",
+        help="Replace an existing --out (only an untouched kvscale output: its manifest lists "
+        "exactly its files).",
+    ),
+]
+UnsafeWriteUnfixedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-write-unfixed",
+        help="Unsafe: write the layers that cannot be normalized (a layer the engine refuses, a "
+        "zero/negative/NaN/inf scale) as they are instead of stopping; the engine still "
+        "refuses or misuses them, and the summary names them.",
     ),
 ]
 CheckpointCopyOpt = Annotated[

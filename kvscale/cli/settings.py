@@ -6,11 +6,11 @@ Every command that resolves scales calls ``run_settings``; nothing else merges o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from kvscale.engine.options import EngineOptions
+from kvscale.engine.options import EngineOptions, check_for_engine
 from kvscale.errors import UsageError
 from kvscale.policy import Policy, PolicyFile, parse_codes, resolve_policy_file
 
@@ -65,16 +65,21 @@ def run_settings(
         raise UsageError(f"{', '.join(both)} given to both --fail-on and --allow")
     cli_options = EngineOptions(
         engine=_value(engine),  # type: ignore[arg-type]
-        kv_cache_dtype=kv_cache_dtype,
         platform=_value(platform),  # type: ignore[arg-type]
         model_dtype=model_dtype,
-        attention_backend=attention_backend,
         kv_cache_dtype_skip_layers=tuple(kv_cache_dtype_skip_layers)
         if kv_cache_dtype_skip_layers
         else None,
         gpu_arch=gpu_arch,
     )
     file = resolve_policy_file(policy_path, discover=not no_policy)
+    merged = cli_options if file is None else cli_options.over(file.options)
+    check_for_engine(merged.engine_name, kv_cache_dtype, attention_backend)
+    merged = replace(
+        merged,
+        kv_cache_dtype=kv_cache_dtype or merged.kv_cache_dtype,
+        attention_backend=attention_backend or merged.attention_backend,
+    )
     if file is None:
-        return RunSettings(cli_options, cli_policy, None)
-    return RunSettings(cli_options.over(file.options), file.policy.merged(cli_policy), file)
+        return RunSettings(merged, cli_policy, None)
+    return RunSettings(merged, file.policy.merged(cli_policy), file)

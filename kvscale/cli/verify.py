@@ -57,6 +57,7 @@ def verify(
         typer.Argument(
             help="A scales output directory (kvscale normalize or calibrate: kv_scales.json + "
             "kv_scales.safetensors) or a checkpoint: " + CHECKPOINT_HELP + ".",
+            metavar="TARGET",
             show_default=False,
         ),
     ],

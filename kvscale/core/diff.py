@@ -12,12 +12,23 @@ Gate rules (``DiffResult.failures``), each checked for every layer of A:
   scales now has fewer (partial, duplicated), none (default, unquantized) or is refused (error).
 * ``value-invalid``: a scale that was a positive finite number in A is zero, negative, NaN or
   infinite in B.
-* ``drift`` (only with a threshold): the largest relative change of any of the layer's four
-  scales exceeds it (strictly). The change is symmetric, ``max(a/b, b/a) - 1``, so a scale that
-  shrinks (the kind that saturates) trips the gate as surely as one that grows; a change to or
-  from a non-finite value, zero, or across the sign counts as infinite.
+* ``drift``: the largest relative change of any of the layer's four scales exceeds the
+  threshold (strictly; ``DEFAULT_MAX_REL_CHANGE`` unless the caller sets another or turns the
+  gate off with None). The change is symmetric, ``max(a/b, b/a) - 1``, so a scale that shrinks
+  (the kind that saturates) trips the gate as surely as one that grows. Drift is measured where
+  both sides hold calibrated values (``_drift_kinds``: the same rule rank, partial or better;
+  not an engine default) that are positive and finite: a change to an invalid value is
+  ``value-invalid``, one from an invalid value a fix, a rule that gets worse
+  ``rule-regressed`` (the reported ``rel_change`` of each is still computed).
+* ``new-error``: a checkpoint B has an error-severity problem (``kvscale inspect``'s) that A
+  does not have (same code, same layer; every error of B when A is a scales document). The
+  engine resolves a layer from one tensor per kind; what it leaves out (a shadowed duplicate
+  holding NaN, a name it cannot map) reaches no compared value, and is accounted for here.
 
-Layers only in B (``added``) are reported and never fail: inspect judges the new checkpoint.
+Every layer entry of a scales document is compared: a document that names one layer twice (as
+``model.layers.0.self_attn`` and ``model.layers.0.self_attn.attn``) is refused, since which
+entry applies is undefined. Layers only in B (``added``) are reported and never fail: inspect
+judges the new checkpoint.
 """
 
 from __future__ import annotations
@@ -31,11 +42,12 @@ from typing import Any
 
 from kvscale.conventions import layer_sort_key
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
-from kvscale.engine.base import KINDS, ScaleValue
+from kvscale.engine.base import KINDS, ResolvedLayer, ScaleValue
 from kvscale.engine.options import EngineOptions, parse_platform
 from kvscale.engine.registry import all_kv_cache_dtypes
 from kvscale.errors import ConfigError, UsageError
 from kvscale.floats import max_nan
+from kvscale.problems import Problem, Severity
 from kvscale.progress import ProgressFn
 from kvscale.scales_file import SCHEMA as SCALES_SCHEMA
 from kvscale.scales_file import (
@@ -47,6 +59,24 @@ from kvscale.scales_file import (
 )
 
 INSPECT_SCHEMA = "kvscale.inspect/1"
+
+DEFAULT_MAX_REL_CHANGE = 0.75
+"""The drift gate when none is given: fail when a calibrated scale changes by more than 1.75x
+either way (``max(a/b, b/a) - 1 > 0.75``).
+
+Honest recalibration stays below it. SmolLM2-135M (30 layers, k and v: 60 scales) calibrated by
+``kvscale calibrate`` on disjoint quarters of ``examples/calibration/kvscale-calibration.txt``
+(``benchmarks/calibration_noise.py``): 8 x 512 tokens each, pairs differ by at most 0.50 (p95
+0.17, median 0.04; 6 pairs); 32 x 512 tokens, at most 0.33 (p95 0.16, median 0.03; 6 pairs);
+8 against 32 samples of the same text, at most 0.56 (4 pairs). Larger calibration sets (the
+usual 512 x 2048) differ less still.
+
+The regressions the gate is for are larger: a scale computed for the other FP8 format
+(448 / 240 = 1.87x, 0.87), one doubled or halved (fnuz doubling applied twice or not at all:
+1.0), a scale left at amax (448x), a reciprocal, ``examples/wrong-scale`` (128x). A release
+process that recalibrates on very little data can raise it (``--max-rel-change``, or
+``max_rel_change`` in the policy file); an exact-reproduction pipeline should lower it (0
+accepts no change at all)."""
 
 RULE_RANK: Mapping[str, int] = {
     "error": 0,
@@ -65,6 +95,9 @@ class LayerScales:
     name: str
     rule: str
     values: Mapping[str, ScaleValue | None]
+    loaded: frozenset[str] | None = None
+    """Kinds whose value came from the checkpoint (not the engine's default, nor duplicated
+    from another kind); None when the side does not say (a calibrate output: all calibrated)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +113,11 @@ class ScaleSet:
     model_dtype: str | None
     layers: tuple[LayerScales, ...]
     report: ScaleReport | None = None
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """inspect's problems of a checkpoint side (a scales document has none to report)."""
+        return tuple(self.report.problems) if self.report is not None else ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +143,8 @@ class LayerDiff:
     rule_a: str | None
     rule_b: str | None
     values: tuple[ValueChange, ...]
+    drift_kinds: frozenset[str] = frozenset()
+    """The kinds the drift gate measures: calibrated on both sides (``_drift_kinds``)."""
 
     @property
     def rule_changed(self) -> bool:
@@ -170,8 +210,33 @@ class DiffResult:
 # --- loading -----------------------------------------------------------------------------------
 
 
-def _layers_from_entries(entries: Sequence[LayerEntry]) -> tuple[LayerScales, ...]:
-    layers = [LayerScales(e.name, e.rule, {k: e.values.get(k) for k in KINDS}) for e in entries]
+def _one_entry_per_layer(path: Path, names: Sequence[str]) -> None:
+    """Refuse a document that names one layer twice, under any spelling (``_canonical``)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = _canonical(name)
+        if key in seen:
+            first = seen[key]
+            spelled = "" if first == name else f" (also as {first[:120]!r})"
+            raise ConfigError(
+                path,
+                f"layer {name[:120]!r} appears twice{spelled}; which entry applies is undefined",
+                hint="keep one entry per layer",
+            )
+        seen[key] = name
+
+
+def _layers_from_entries(path: Path, entries: Sequence[LayerEntry]) -> tuple[LayerScales, ...]:
+    _one_entry_per_layer(path, [e.name for e in entries])
+    layers = [
+        LayerScales(
+            e.name,
+            e.rule,
+            {k: e.values.get(k) for k in KINDS},
+            frozenset(e.sources) if e.sources else None,
+        )
+        for e in entries
+    ]
     layers.sort(key=lambda layer: layer_sort_key(layer.name))
     return tuple(layers)
 
@@ -180,22 +245,24 @@ def _inspect_layers(path: Path, document: Mapping[str, Any]) -> tuple[LayerScale
     raw_list = document.get("layers")
     if not isinstance(raw_list, list):
         raise ConfigError(path, "layers must be a list")
-    seen: set[str] = set()
-    layers: list[LayerScales] = []
+    names: list[str] = []
     for entry in raw_list:
         name = entry.get("name") if isinstance(entry, Mapping) else None
         if not isinstance(name, str):
             raise ConfigError(path, "every layer needs a name")
-        if name in seen:
-            raise ConfigError(path, f"layer {name[:120]!r} appears twice")
-        seen.add(name)
+        names.append(name)
+    _one_entry_per_layer(path, names)
+    layers: list[LayerScales] = []
+    for entry, name in zip(raw_list, names, strict=True):
         rule = entry.get("rule")
         if not isinstance(rule, str):
             raise ConfigError(path, f"layer {name[:120]!r} has no rule")
         values = {
             kind: scale_value(path, f"{name[:120]}.{kind}", entry.get(kind)) for kind in KINDS
         }
-        layers.append(LayerScales(name, rule, values))
+        sources = entry.get("checkpoint")
+        loaded = frozenset(sources) if isinstance(sources, Mapping) and sources else None
+        layers.append(LayerScales(name, rule, values, loaded))
     layers.sort(key=lambda layer: layer_sort_key(layer.name))
     return tuple(layers)
 
@@ -219,7 +286,7 @@ def scale_set_from_document(path: Path, document: object) -> ScaleSet:
             platform=scales.platform,
             engine_path=scales.engine_path,
             model_dtype=scales.settings.model_dtype,
-            layers=_layers_from_entries(scales.layers),
+            layers=_layers_from_entries(path, scales.layers),
         )
     if schema == INSPECT_SCHEMA:
         return ScaleSet(
@@ -240,6 +307,15 @@ def scale_set_from_document(path: Path, document: object) -> ScaleSet:
     )
 
 
+def _served_from_checkpoint(layer: ResolvedLayer) -> frozenset[str]:
+    """The kinds whose checkpoint value the engine serves with: a cache that reads no k/v
+    (self-scaled, unquantized, skipped) makes a change of theirs no drift (the notes say so)."""
+    kinds = frozenset(layer.used_from_checkpoint)
+    if layer.cache is not None and not layer.cache.scale_use.reads_checkpoint:
+        kinds -= {"k_scale", "v_scale"}
+    return kinds
+
+
 def read_scales_document(path: Path) -> ScaleSet:
     return scale_set_from_document(path, read_json_document(path))
 
@@ -253,7 +329,12 @@ def scale_set_from_report(report: ScaleReport) -> ScaleSet:
         engine_path=report.engine_path.value,
         model_dtype=report.model_dtype,
         layers=tuple(
-            LayerScales(layer.name, layer.rule.value, {k: layer.value(k) for k in KINDS})
+            LayerScales(
+                layer.name,
+                layer.rule.value,
+                {k: layer.value(k) for k in KINDS},
+                _served_from_checkpoint(layer),
+            )
             for layer in report.layers
         ),
         report=report,
@@ -365,6 +446,20 @@ def _canonical(name: str) -> str:
     return name.removesuffix(".attn")
 
 
+def _new_errors(a: ScaleSet, b: ScaleSet) -> list[GateFailure]:
+    """B's error-severity problems that A does not have (by code and layer)."""
+
+    def key(p: Problem) -> tuple[str, str]:
+        return p.code, _canonical(p.layer or "")
+
+    known = {key(p) for p in a.problems if p.severity is Severity.ERROR}
+    return [
+        GateFailure("new-error", p.layer or "", f"{p.code}: {p.message}")
+        for p in b.problems
+        if p.severity is Severity.ERROR and key(p) not in known
+    ]
+
+
 def _gate(layer: LayerDiff, threshold: float | None) -> list[GateFailure]:
     out: list[GateFailure] = []
     name = layer.name
@@ -389,22 +484,65 @@ def _gate(layer: LayerDiff, threshold: float | None) -> list[GateFailure]:
                 )
             )
     if threshold is not None:
-        worst = layer.max_change
-        if worst is not None and worst.rel_change is not None and worst.rel_change > threshold:
-            head = f" (head {worst.head})" if worst.head is not None else ""
-            out.append(
-                GateFailure(
-                    "drift",
-                    name,
-                    f"{worst.kind}{head} {_fmt(worst.a)} -> {_fmt(worst.b)}: relative change "
-                    f"{_fmt_rel(worst.rel_change)} > {threshold:g}",
+        drifts = [
+            (d, change)
+            for change in layer.values
+            if change.kind in layer.drift_kinds and (d := _drift(change)) is not None
+        ]
+        if drifts:
+            (rel, head), worst = max(drifts, key=lambda item: item[0][0])
+            if rel > threshold:
+                where = f" (head {head})" if head is not None else ""
+                out.append(
+                    GateFailure(
+                        "drift",
+                        name,
+                        f"{worst.kind}{where} {_fmt(worst.a)} -> {_fmt(worst.b)}: relative "
+                        f"change {_fmt_rel(rel)} > {threshold:g}",
+                    )
                 )
-            )
     return out
 
 
-def compare(a: ScaleSet, b: ScaleSet, threshold: float | None = None) -> DiffResult:
-    """Layer by layer: status, rule change and the four value changes; then the gate."""
+def _drift_kinds(a: LayerScales, b: LayerScales) -> frozenset[str]:
+    """The kinds whose change is drift: the layer has calibrated scales on both sides, equally
+    many (same ``RULE_RANK``, 2 or more: a rule that gets worse is ``rule-regressed``, one that
+    gets better an upgrade whose new values are the point), and the kind came from the
+    checkpoint on both sides where a side says so (an engine default of 1.0 that becomes a
+    calibrated q_scale is no drift)."""
+    rank_a, rank_b = RULE_RANK.get(a.rule), RULE_RANK.get(b.rule)
+    if rank_a is None or rank_a != rank_b or rank_a < 2:
+        return frozenset()
+    kinds = frozenset(KINDS)
+    for side in (a.loaded, b.loaded):
+        if side is not None:
+            kinds &= side
+    return kinds
+
+
+def _drift(change: ValueChange) -> tuple[float, int | None] | None:
+    """The largest relative change between values that are valid (positive, finite) on both
+    sides, and its head (per head); None when no such pair. A change from an invalid value is
+    a fix, one to an invalid value is ``value-invalid``: neither is drift."""
+    a, b = change.a, change.b
+    if a is None or b is None:
+        return None
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        pairs = [(rel_change(x, y), i) for i, (x, y) in enumerate(zip(a, b, strict=True))]
+        valid = [p for p, x, y in zip(pairs, a, b, strict=True) if _valid(x) and _valid(y)]
+        return max(valid, key=lambda p: p[0]) if valid else None
+    host_a = max_nan(a) if isinstance(a, tuple) else a
+    host_b = max_nan(b) if isinstance(b, tuple) else b
+    if not (_valid(host_a) and _valid(host_b)):
+        return None
+    return rel_change(host_a, host_b), None
+
+
+def compare(
+    a: ScaleSet, b: ScaleSet, threshold: float | None = DEFAULT_MAX_REL_CHANGE
+) -> DiffResult:
+    """Layer by layer: status, rule change and the four value changes; then the gate
+    (``threshold``: the drift bound, None for no drift gate)."""
     if threshold is not None and not math.isfinite(threshold):
         raise UsageError("--max-rel-change must be a finite number")
     by_a = {_canonical(layer.name): layer for layer in a.layers}
@@ -423,9 +561,16 @@ def compare(a: ScaleSet, b: ScaleSet, threshold: float | None = None) -> DiffRes
         values = tuple(compare_values(k, la.values.get(k), lb.values.get(k)) for k in KINDS)
         changed = la.rule != lb.rule or any(v.changed for v in values)
         diffs.append(
-            LayerDiff(la.name, "changed" if changed else "unchanged", la.rule, lb.rule, values)
+            LayerDiff(
+                la.name,
+                "changed" if changed else "unchanged",
+                la.rule,
+                lb.rule,
+                values,
+                _drift_kinds(la, lb),
+            )
         )
-    failures = [f for layer in diffs for f in _gate(layer, threshold)]
+    failures = [f for layer in diffs for f in _gate(layer, threshold)] + _new_errors(a, b)
     differ = tuple(
         key
         for key in ("kv_cache_dtype", "platform")
@@ -476,7 +621,7 @@ def diff_paths(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
     options: EngineOptions | None = None,
-    threshold: float | None = None,
+    threshold: float | None = DEFAULT_MAX_REL_CHANGE,
     *,
     progress: ProgressFn | None = None,
 ) -> DiffResult:

@@ -34,10 +34,10 @@ Names come from the engine (``Engine.checkpoint_name``): a name its own mapping 
 same layer and kind. What is removed: every source tensor of the four scale kinds of every
 normalized layer, shadowed duplicates included. What stays: zero points, tensors loaded straight
 into vLLM's device buffers (``attn._k_scale``), scale-like names no loader maps, every other
-tensor, and layers left as they are (refused ones under ``--force``; layers whose explicit form
-would not load the same, see ``_verify_copy``). New tensors go to the shard that held the layer's
-winning scale, else to the shard with its attention weights, else to the first shard. Rewritten
-shards carry ``conventions.NORMALIZED_MARK`` in their metadata.
+tensor, and layers left as they are (refused ones under ``--unsafe-write-unfixed``; layers
+whose explicit form would not load the same, see ``_verify_copy``). New tensors go to the shard
+that held the layer's winning scale, else to the shard with its attention weights, else to the
+first shard. Rewritten shards carry ``conventions.NORMALIZED_MARK`` in their metadata.
 
 Before anything is written, every layer's new tensors are resolved again with the engine rules
 (both platforms, the requested and the written KV-cache dtype) and must give the source's values;
@@ -107,7 +107,10 @@ class NormalizeOptions:
     checkpoint: bool = False
     """Also write ``DIR/checkpoint/``."""
     force: bool = False
-    """Replace an existing output; skip (keep as they are) layers that cannot be normalized."""
+    """Replace an existing output (only an untouched kvscale output, ``io.staging``)."""
+    unsafe_write_unfixed: bool = False
+    """Write the layers that cannot be normalized (refused, invalid values) as they are instead
+    of stopping: unsafe, the engine refuses or misuses them (``LayerPlan.skipped``)."""
     write: WriteOptions = field(default_factory=WriteOptions)
     revision: str | None = None
     """Revision of a Hub checkpoint (``--revision``)."""
@@ -155,7 +158,8 @@ class LayerPlan:
     shard: str | None = None
     """The shard that receives this layer's new tensors."""
     skipped: str | None = None
-    """Why this layer is left out (only with ``--force``): no device values, sources kept."""
+    """Why this layer is written unfixed (only with ``--unsafe-write-unfixed``): no device
+    values, its source tensors kept as they are."""
     kept: str | None = None
     """Why the copy keeps this layer's source tensors as they are (its values are still in
     ``kv_scales``): the explicit form would not load to the same values."""
@@ -183,7 +187,8 @@ class NormalizePlan:
     """(shard, tensor) added to the normalized checkpoint."""
     warnings: tuple[Problem, ...]
     blocking: tuple[Problem, ...]
-    """Problems that stop the run (exit 1, nothing written) unless ``--force``."""
+    """Problems that stop the run (exit 1, nothing written); ``--unsafe-write-unfixed`` turns
+    the layer problems among them into warnings."""
     skipped_files: tuple[tuple[str, str], ...] = ()
     fingerprint: Mapping[str, object] = field(default_factory=dict)
     nvfp4_conversion: Nvfp4Conversion | None = None
@@ -194,8 +199,8 @@ class NormalizePlan:
 
     @property
     def ok(self) -> bool:
-        """Whether ``write_plan`` will write (with ``--force`` only layer problems are waived;
-        layer problems are then warnings, so ``blocking`` holds what cannot be forced)."""
+        """Whether ``write_plan`` will write (``--unsafe-write-unfixed`` waives only layer
+        problems; they are then warnings, so ``blocking`` holds what cannot be waived)."""
         return not self.blocking
 
     @property
@@ -668,9 +673,13 @@ def plan_normalize(
                 )
         if reasons:
             problems = [_error(code, msg, layer.name) for code, msg in reasons]
-            if options.force:
+            if options.unsafe_write_unfixed:
                 warnings.extend(
-                    _warning("layer-skipped", f"left as it is (--force): {p.message}", layer.name)
+                    _warning(
+                        "layer-skipped",
+                        f"written unfixed (--unsafe-write-unfixed): {p.message}",
+                        layer.name,
+                    )
                     for p in problems
                 )
                 plans.append(
@@ -908,17 +917,19 @@ def scales_of(plan: NormalizePlan) -> scales_file.ScalesFile:
 def write_plan(plan: NormalizePlan, progress: ProgressFn | None = None) -> NormalizeResult:
     """Write a validated plan atomically (``kvscale.io.staging.write_output``).
 
-    Raises ``RefusedError`` (exit 1) when the plan has blocking problems and ``--force`` was not
-    given; ``OutputError`` (exit 2) when writing fails (``--out`` is then unchanged).
+    Raises ``RefusedError`` (exit 1) when the plan has blocking problems and
+    ``--unsafe-write-unfixed`` was not given; ``OutputError`` (exit 2) when writing fails
+    (``--out`` is then unchanged).
     """
     unforceable = [p for p in plan.blocking if p.code == "name-collision"]
-    if unforceable or (plan.blocking and not plan.options.force):
+    if unforceable or (plan.blocking and not plan.options.unsafe_write_unfixed):
         first = plan.blocking[0]
         more = f" (and {len(plan.blocking) - 1} more)" if len(plan.blocking) > 1 else ""
         where = f"{first.layer}: " if first.layer else ""
         raise RefusedError(
             f"nothing written: {where}{first.message}{more}",
-            hint="fix the checkpoint, or pass --force to leave such layers as they are",
+            hint="fix the checkpoint, or pass --unsafe-write-unfixed to write such layers as "
+            "they are (unsafe)",
         )
 
     write = replace(plan.options.write, force=plan.options.force)

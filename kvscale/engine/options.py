@@ -81,6 +81,18 @@ def parse_gpu_arch(value: str) -> str:
     return arch
 
 
+def check_for_engine(
+    engine: EngineName, kv_cache_dtype: str | None, attention_backend: str | None
+) -> None:
+    """A dtype or backend checked against the engine that runs (once it is known: a command line
+    is merged with a policy file's engine first), so that a wrong value is told that engine's
+    own list rather than every engine's."""
+    if kv_cache_dtype is not None or attention_backend is not None:
+        EngineOptions(
+            engine=engine, kv_cache_dtype=kv_cache_dtype, attention_backend=attention_backend
+        )
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """The engine and its settings as chosen by the user (``None``: not chosen)."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kvscale._version import __version__
 from kvscale.problems import Problem
 from kvscale.render.escape import sanitize
+
+ERROR_SCHEMA = "kvscale.error/1"
 
 _INDEXED = re.compile(r"^(.*\.layers\.)(\d+)(\..*)$")
 
@@ -36,3 +39,18 @@ def human_size(n: int) -> str:
 def problem_lines(items: Sequence[Problem]) -> list[str]:
     """One sanitized line per problem (``code: layer: message``), for stderr."""
     return [sanitize(f"{p.code}: {p.layer + ': ' if p.layer else ''}{p.message}") for p in items]
+
+
+def error_json(
+    error_type: str, message: str, exit_code: int, input_: str | None = None
+) -> dict[str, object]:
+    """The ``kvscale.error/1`` document: what ``--json`` prints instead of a result when a
+    command (or, in a list, one of several inputs) fails with an error, so that the document
+    always says what happened. ``input``: the input it concerns, when known."""
+    return {
+        "schema": ERROR_SCHEMA,
+        "kvscale_version": __version__,
+        "input": input_,
+        "error": {"type": error_type, "message": message, "exit_code": exit_code},
+        "ok": False,
+    }

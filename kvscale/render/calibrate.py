@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
 from kvscale.core.calibrate import CalibrationPlan, CalibrationResult
-from kvscale.floats import encode_json_value, format_value, max_nan
+from kvscale.floats import encode_json_value, max_nan
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text
 
@@ -126,6 +126,8 @@ def calibrate_renderables(
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import add_layer_column, scale_cell
+
     capture = plan.capture
     holdout = capture.holdout_samples > 0
     per_head = capture.strategy == "head"
@@ -141,9 +143,7 @@ def calibrate_renderables(
         title.append_text(safe_text(template))
     title.append(")")
     table = Table(pad_edge=False)
-    table.add_column(
-        "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
-    )
+    add_layer_column(table, template)
     for column in ("k amax", "v amax", "k scale", "v scale", "engine k", "engine v"):
         table.add_column(column, justify="right", no_wrap=True)
     if holdout:
@@ -153,12 +153,12 @@ def calibrate_renderables(
     for label, layer in zip(labels, plan.layers, strict=True):
         row: list[RenderableType] = [
             safe_text(label),
-            format_value(_host(layer.k_amax)),
-            format_value(_host(layer.v_amax)),
-            format_value(_host(layer.k_scale)),
-            format_value(_host(layer.v_scale)),
-            format_value(_host(layer.held.value("k_scale"))),
-            format_value(_host(layer.held.value("v_scale"))),
+            scale_cell(_host(layer.k_amax)),
+            scale_cell(_host(layer.v_amax)),
+            scale_cell(_host(layer.k_scale)),
+            scale_cell(_host(layer.v_scale)),
+            scale_cell(_host(layer.held.value("k_scale"))),
+            scale_cell(_host(layer.held.value("v_scale"))),
         ]
         if holdout:
             row += [_pct(layer.holdout_saturated_k), _pct(layer.holdout_saturated_v)]

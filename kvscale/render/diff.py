@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
 from kvscale.core.diff import DiffResult, LayerDiff, ScaleSet, ValueChange
 from kvscale.engine.base import KINDS, ScaleValue
-from kvscale.floats import encode_json_value, format_value
+from kvscale.floats import encode_json_value, exact_text, format_value
 from kvscale.render._common import layer_labels
 from kvscale.render.escape import safe_text, sanitize
 
@@ -18,6 +19,28 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 SCHEMA = "kvscale.diff/1"
+
+
+@dataclass(frozen=True)
+class DriftGate:
+    """The drift bound a diff ran with and where it came from (for the summary and JSON)."""
+
+    threshold: float | None
+    """None: no drift gate."""
+    source: str
+    """``default``, ``command-line`` or ``policy-file``."""
+    policy_file: str | None = None
+
+    def describe(self) -> str:
+        if self.source == "command-line":
+            origin = "--no-drift-gate" if self.threshold is None else "--max-rel-change"
+        elif self.source == "policy-file":
+            origin = f"max_rel_change of policy file {self.policy_file}"
+        else:
+            origin = "kvscale's default; --max-rel-change sets another, --no-drift-gate none"
+        if self.threshold is None:
+            return f"no drift gate ({origin})"
+        return f"drift gate: relative change <= {self.threshold:g} ({origin})"
 
 
 def _rel_json(rel: float | None) -> object:
@@ -37,6 +60,7 @@ def _side_json(side: ScaleSet) -> dict[str, Any]:
         "engine_path": side.engine_path,
         "model_dtype": side.model_dtype,
         "layers": len(side.layers),
+        "problems": [p.to_json() for p in side.problems],
     }
 
 
@@ -66,13 +90,22 @@ def _layer_json(layer: LayerDiff, failures: dict[str, list[str]]) -> dict[str, A
     }
 
 
-def failure_lines(result: DiffResult) -> list[str]:
+def failure_lines(
+    result: DiffResult, gate: DriftGate | None = None, policy_file: str | None = None
+) -> list[str]:
     """``--quiet``: one line per gate failure, then the summary."""
-    lines = [f"fail {f.rule} {f.layer.removesuffix('.attn')}: {f.message}" for f in result.failures]
-    return [*lines, summary_line(result)]
+    lines = [
+        f"fail {f.rule} {f.layer.removesuffix('.attn') or '(checkpoint)'}: {f.message}"
+        for f in result.failures
+    ]
+    return [*lines, summary_line(result, gate, policy_file)]
 
 
-def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -> dict[str, Any]:
+def diff_json(
+    result: DiffResult,
+    applied: Mapping[str, object] | None = None,
+    gate: DriftGate | None = None,
+) -> dict[str, Any]:
     """The ``kvscale.diff/1`` document: every layer of both sides, the gate and a summary."""
     by_layer: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
@@ -84,6 +117,7 @@ def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -
         "a": _side_json(result.a),
         "b": _side_json(result.b),
         "max_rel_change": result.threshold,
+        "max_rel_change_source": gate.source if gate is not None else None,
         "settings_differ": list(result.settings_differ),
         "notes": list(result.notes),
         "layers": [_layer_json(layer, by_layer) for layer in result.layers],
@@ -126,17 +160,28 @@ def _rel_text(rel: float | None) -> str:
 def _cell(change: ValueChange | None) -> Any:
     from rich.text import Text
 
+    from kvscale.render.cells import ValueCell, scale_cell
+
     if change is None:
         return Text("-", style="dim")
     if not change.changed:
-        return Text(format_value(change.a), style="dim")
-    text = Text(f"{format_value(change.a)} -> {format_value(change.b)}", style="yellow")
+        return scale_cell(change.a, style="dim")
+    text = ValueCell(
+        f"{format_value(change.a)} -> {format_value(change.b)}",
+        f"{exact_text(change.a)} -> {exact_text(change.b)}",
+        style="yellow",
+    )
     if change.head is not None:
         text.append(f" (head {change.head})", style="dim")
+        text.exact += f" (head {change.head})"
     return text
 
 
-def summary_line(result: DiffResult) -> str:
+def summary_line(
+    result: DiffResult, gate: DriftGate | None = None, policy_file: str | None = None
+) -> str:
+    """Verdict, changes, the drift bound that applied and where it came from, the policy
+    file (when one applied), the gate failures."""
     changed = result.count("changed")
     total = len({layer.name for layer in result.layers})
     verdict = "FAIL" if result.failures else "OK"
@@ -154,20 +199,36 @@ def summary_line(result: DiffResult) -> str:
         f"{result.count('added')} added, {result.count('lost')} lost, "
         f"{rule_changes} rule change{'' if rule_changes == 1 else 's'}"
     )
-    if result.threshold is None:
-        parts.append("no drift gate (pass --max-rel-change)")
+    gate = gate or DriftGate(result.threshold, "given")
+    if gate.source == "given":  # (a caller of the core that did not say where it came from)
+        drift = "no drift gate" if gate.threshold is None else f"drift gate {gate.threshold:g}"
     else:
-        parts.append(f"gate --max-rel-change {result.threshold:g}")
+        drift = gate.describe()
+    parts.append(drift)
+    if policy_file is not None and gate.policy_file != policy_file:
+        parts.append(f"policy file {policy_file}")
+    new_errors = sum(1 for f in result.failures if f.rule == "new-error")
+    if new_errors:
+        parts.append(f"B has {new_errors} error{'' if new_errors == 1 else 's'} A has not")
     if result.failures:
         n = len(result.failures)
         parts.append(f"{n} gate failure{'' if n == 1 else 's'}")
     return "; ".join(parts)
 
 
-def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[RenderableType]:
-    """Changed layers (all with ``show_all``), then gate failures and warnings, then a summary."""
+def diff_renderables(
+    result: DiffResult,
+    *,
+    show_all: bool = False,
+    gate: DriftGate | None = None,
+    policy_file: str | None = None,
+) -> list[RenderableType]:
+    """Changed layers (all with ``show_all``), then gate failures and warnings, then a summary
+    (``gate``, ``policy_file``: what applied, named in it)."""
     from rich.table import Table
     from rich.text import Text
+
+    from kvscale.render.cells import add_layer_column, longest_word, number_cell
 
     out: list[RenderableType] = []
     title = Text("KV-scale diff: A = ")
@@ -182,29 +243,43 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
             title.append_text(safe_text(template))
             title.append(")")
         out.append(title)
-        table = Table(pad_edge=False)
-        table.add_column(
-            "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
-        )
-        table.add_column("status", no_wrap=True)
-        table.add_column("rule", no_wrap=True)
-        for kind in KINDS:
-            table.add_column(kind.removesuffix("_scale"), no_wrap=True)
-        table.add_column("max rel", justify="right", no_wrap=True)
         status_style = {"changed": "yellow", "added": "cyan", "lost": "bold red"}
+        rows = []
         for label, layer in zip(labels, shown, strict=True):
             by_kind = {change.kind: change for change in layer.values}
             if layer.rule_changed:
                 rule = Text(f"{layer.rule_a} -> {layer.rule_b}", style="yellow")
             else:
                 rule = Text(layer.rule_a or layer.rule_b or "-")
-            table.add_row(
-                safe_text(label),
-                Text(layer.status, style=status_style.get(layer.status, "dim")),
-                rule,
-                *(_cell(by_kind.get(kind)) for kind in KINDS),
-                _rel_text(layer.max_rel_change),
+            rows.append(
+                [
+                    safe_text(label),
+                    Text(layer.status, style=status_style.get(layer.status, "dim")),
+                    rule,
+                    *(_cell(by_kind.get(kind)) for kind in KINDS),
+                    number_cell(layer.max_rel_change, _rel_text(layer.max_rel_change)),
+                ]
             )
+        # On a narrow terminal "a -> b" cells wrap between their numbers, never inside one
+        # (min_width: the longest number); names, words and headers wrap and fold.
+        table = Table(pad_edge=False)
+        add_layer_column(table, template)
+        table.add_column("status", overflow="fold")
+        table.add_column("rule", overflow="fold")
+        for i, kind in enumerate(KINDS):
+            table.add_column(
+                kind.removesuffix("_scale"),
+                overflow="fold",
+                min_width=longest_word(row[3 + i] for row in rows),
+            )
+        table.add_column(
+            "max rel",
+            justify="right",
+            overflow="fold",
+            min_width=longest_word(row[-1] for row in rows),
+        )
+        for row in rows:
+            table.add_row(*row)
         out.append(table)
     else:
         line = Text()
@@ -225,7 +300,8 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
         notes.append("\n")
     grouped: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
-        grouped[failure.rule].append(f"{failure.layer.removesuffix('.attn')}: {failure.message}")
+        where = failure.layer.removesuffix(".attn") or "(checkpoint)"
+        grouped[failure.rule].append(f"{where}: {failure.message}")
     for rule_name in sorted(grouped):
         items = grouped[rule_name]
         notes.append(f"fail {rule_name}", style="bold red")
@@ -240,7 +316,7 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
         out.append(notes)
     out.append(
         Text(
-            sanitize(summary_line(result)),
+            sanitize(summary_line(result, gate, policy_file)),
             style="bold red" if result.failures else "bold green",
         )
     )

@@ -23,15 +23,17 @@ _MD_INLINE = re.compile(r"([\\`*\[\]<>|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 _MD_BLOCK = re.compile(r"^(\s*)([#+\-=>]|\d+[.)])")
 
 
-def _plain(cell: object) -> str:
-    plain = getattr(cell, "plain", None)
+def _plain(cell: object, exact: bool = False) -> str:
+    """A cell's text on one line; ``exact``: the exact value of a ``ValueCell`` (CSV)."""
+    value = getattr(cell, "exact", None) if exact else None
+    plain = value if isinstance(value, str) else getattr(cell, "plain", None)
     text = plain if isinstance(plain, str) else str(cell)
     return " ".join(text.split())
 
 
-def _rows(table: Table) -> tuple[list[str], list[list[str]]]:
+def _rows(table: Table, exact: bool = False) -> tuple[list[str], list[list[str]]]:
     headers = [_plain(column.header) for column in table.columns]
-    columns = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    columns = [[_plain(cell, exact) for cell in column.cells] for column in table.columns]
     rows = [list(row) for row in zip(*columns, strict=True)] if columns else []
     return headers, rows
 
@@ -70,7 +72,8 @@ def to_markdown(renderables: Sequence[RenderableType]) -> str:
 
 def to_csv(renderables: Sequence[RenderableType]) -> str:
     """The tables as CSV (RFC 4180, a header row each; several tables separated by an empty
-    line). Texts are left out: CSV carries the rows, ``--format table`` the messages."""
+    line). Texts are left out: CSV carries the rows, ``--format table`` the messages. Numbers
+    are exact (``render.cells.ValueCell``), as in the JSON documents, not rounded as shown."""
     buffer = io.StringIO()
     import csv  # (only --format csv needs it)
 
@@ -82,7 +85,7 @@ def to_csv(renderables: Sequence[RenderableType]) -> str:
         if not first:
             buffer.write("\n")
         first = False
-        headers, rows = _rows(renderable)  # type: ignore[arg-type]
+        headers, rows = _rows(renderable, exact=True)  # type: ignore[arg-type]
         writer.writerow(headers)
         writer.writerows(rows)
     return buffer.getvalue()

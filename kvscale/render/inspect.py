@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 from kvscale.core.inspect import ScaleReport
 from kvscale.engine.base import ResolvedLayer, Rule, ScaleSource
-from kvscale.floats import encode_json_value, format_value
+from kvscale.floats import encode_json_value
 from kvscale.policy import Policy
 from kvscale.problems import Problem, Severity
 from kvscale.render._common import human_size, layer_labels
@@ -131,7 +131,11 @@ def _sources_text(layer: ResolvedLayer) -> str:
     return ", ".join(labels) if labels else "-"
 
 
-def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
+def summary_line(
+    report: ScaleReport, failing: Sequence[Problem], policy_file: str | None = None
+) -> str:
+    """The last line for people: verdict, layers, problems, engine settings, and the policy
+    file that decided which problems fail the run (when one applied)."""
     rules = Counter(layer.rule.value for layer in report.layers)
     rule_text = ", ".join(f"{count} {rule}" for rule, count in sorted(rules.items())) or "none"
     kv = report.kv_cache_dtype
@@ -152,6 +156,8 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
         f"quant_method {report.quant_method or 'none'}, engine path {report.engine_path.value}, "
         f"kv cache {kv}, model dtype {report.model_dtype}, platform {report.platform}"
     )
+    if policy_file is not None:
+        line += f"; policy file {policy_file}"
     remote = report.remote
     if remote is not None:
         where = f"{remote.repo}@{remote.sha[:12]}" if remote.repo and remote.sha else "the URL"
@@ -165,12 +171,14 @@ def summary_line(report: ScaleReport, failing: Sequence[Problem]) -> str:
     return line
 
 
-def problem_lines(problems: Sequence[Problem]) -> list[str]:
-    """One line per problem (``--quiet``): severity, code, layer, message."""
+def problem_lines(problems: Sequence[Problem], checkpoint: str | None = None) -> list[str]:
+    """One line per problem (``--quiet``): severity, code, layer, message; first the checkpoint
+    when one is given (several checkpoints in one run)."""
     out = []
     for p in problems:
         where = f" {_short_layer(p.layer)}" if p.layer else ""
-        out.append(f"{p.severity.value} {p.code}{where}: {p.message}")
+        line = f"{p.severity.value} {p.code}{where}: {p.message}"
+        out.append(f"{checkpoint}: {line}" if checkpoint is not None else line)
     return out
 
 
@@ -191,13 +199,17 @@ def inspect_renderables(
     *,
     table: bool = True,
     max_problems_per_code: int = 3,
+    policy_file: str | None = None,
 ) -> list[RenderableType]:
     """For people: a title line, one row per layer, problems grouped by code, a summary.
 
     ``table=False`` (pre-commit's ``--files``): the title, problems and summary only.
+    ``policy_file``: the policy file that applied, named in the summary.
     """
     from rich.table import Table
     from rich.text import Text
+
+    from kvscale.render.cells import add_layer_column, scale_cell
 
     template, labels = layer_labels([layer.name for layer in report.layers])
     title = Text("KV-cache scales of ")
@@ -214,16 +226,15 @@ def inspect_renderables(
         show_prob = any(layer.prob_scale not in (None, 1.0) for layer in report.layers) or any(
             "prob_scale" in layer.sources for layer in report.layers
         )
+        # Numbers never wrap; names, sources and codes wrap and fold on a narrow terminal.
         grid = Table(show_lines=False, pad_edge=False)
-        grid.add_column(
-            "N" if template else "layer", justify="right" if template else "left", no_wrap=True
-        )
+        add_layer_column(grid, template)
         kinds = ("k", "v", "q", "prob") if show_prob else ("k", "v", "q")
         for kind in kinds:
             grid.add_column(kind, justify="right", no_wrap=True)
         grid.add_column("rule", no_wrap=True, min_width=8)
-        grid.add_column("source", no_wrap=True)
-        grid.add_column("problems", no_wrap=True)
+        grid.add_column("source", overflow="fold")
+        grid.add_column("problems", overflow="fold")
         for label, layer in zip(labels, report.layers, strict=True):
             # Facts (info) are told once, below the table; the column is for problems.
             items = [p for p in by_layer.get(layer.name, []) if p.severity is not Severity.INFO]
@@ -233,10 +244,10 @@ def inspect_renderables(
                 "\n".join(code if n == 1 else f"{code} x{n}" for code, n in codes.items()) or "-",
                 style="red" if worst else ("yellow" if codes else "dim"),
             )
-            values = [format_value(layer.k_scale), format_value(layer.v_scale)]
-            values.append(format_value(layer.q_scale))
+            values = [scale_cell(layer.k_scale), scale_cell(layer.v_scale)]
+            values.append(scale_cell(layer.q_scale))
             if show_prob:
-                values.append(format_value(layer.prob_scale))
+                values.append(scale_cell(layer.prob_scale))
             grid.add_row(
                 safe_text(label),
                 *values,
@@ -286,7 +297,10 @@ def inspect_renderables(
     if nvfp4 is not None:
         out.append(Text(sanitize(nvfp4), style="dim"))
     out.append(
-        Text(sanitize(summary_line(report, failing)), style="bold red" if failing else "bold green")
+        Text(
+            sanitize(summary_line(report, failing, policy_file)),
+            style="bold red" if failing else "bold green",
+        )
     )
     return out
 

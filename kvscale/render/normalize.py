@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from kvscale._version import __version__
 from kvscale.core.normalize import NormalizePlan, NormalizeResult
 from kvscale.engine.base import KINDS
-from kvscale.floats import format_value
 from kvscale.problems import Problem
 from kvscale.render._common import human_size, layer_labels, problem_lines
 from kvscale.render.escape import safe_text
@@ -51,6 +50,7 @@ def normalize_json(
         "out": str(plan.out),
         "written": result is not None,
         "replaced": bool(result and result.replaced),
+        "unsafe_write_unfixed": plan.options.unsafe_write_unfixed,
         "ok": result is not None,
         "kv_cache_dtype": plan.kv_cache_dtype,
         "kv_cache_dtype_requested": report.kv_cache_dtype_requested,
@@ -64,6 +64,7 @@ def normalize_json(
             "total": len(report.layers),
             "written": sum(1 for layer in plan.layers if not layer.skipped),
             "rules": dict(sorted(rules.items())),
+            # (written unfixed, with --unsafe-write-unfixed)
             "skipped": [
                 {"name": layer.name, "reason": layer.skipped} for layer in plan.skipped_layers
             ],
@@ -93,6 +94,8 @@ def normalize_renderables(
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import add_layer_column, scale_cell
+
     out: list[RenderableType] = []
     title = Text(
         "KV-cache scales written for "
@@ -107,18 +110,17 @@ def normalize_renderables(
         title.append_text(safe_text(template))
         title.append(")")
     out.append(title)
+    # Numbers never wrap; names wrap and fold on a narrow terminal.
     table = Table(pad_edge=False)
-    table.add_column(
-        "N" if template else "layer", no_wrap=True, justify="right" if template else "left"
-    )
+    add_layer_column(table, template)
     for kind in KINDS:
         table.add_column(kind.removesuffix("_scale"), justify="right", no_wrap=True)
     table.add_column("rule", no_wrap=True)
-    table.add_column("checkpoint names", no_wrap=True)
+    table.add_column("checkpoint names", overflow="fold")
     for text, layer in zip(labels, plan.layers, strict=True):
         label = safe_text(text)
         if layer.skipped:
-            table.add_row(label, "-", "-", "-", "-", Text("skipped", style="bold red"), "-")
+            table.add_row(label, "-", "-", "-", "-", Text("unfixed", style="bold red"), "-")
             continue
         names = Text()
         for i, (_, tensor) in enumerate(layer.checkpoint_tensors):
@@ -129,7 +131,7 @@ def normalize_renderables(
             names = Text("kept as is", style="yellow")
         table.add_row(
             label,
-            *(format_value(layer.device[k]) for k in KINDS),
+            *(scale_cell(layer.device[k]) for k in KINDS),
             layer.rule,
             names if layer.checkpoint_tensors or layer.kept else Text("-", style="dim"),
         )
@@ -165,11 +167,23 @@ def normalize_renderables(
         if result.replaced:
             line.append(" [replaced the previous output]")
         out.append(line)
+        unfixed = plan.skipped_layers
+        if unfixed:
+            warning = Text(
+                f"UNSAFE (--unsafe-write-unfixed): {len(unfixed)} layer"
+                f"{'' if len(unfixed) == 1 else 's'} written unfixed, as the checkpoint had "
+                "them (the engine still refuses or misuses them): ",
+                style="bold red",
+            )
+            for i, layer in enumerate(unfixed):
+                warning.append("; " if i else "")
+                warning.append_text(safe_text(f"{layer.name} ({layer.skipped})"))
+            out.append(warning)
     else:
         out.append(
             Text(
-                "nothing written: the problems above stop normalize (--force leaves those layers "
-                "as they are)",
+                "nothing written: the problems above stop normalize (--unsafe-write-unfixed "
+                "writes those layers as they are)",
                 style="bold red",
             )
         )

@@ -350,12 +350,14 @@ def test_no_quant_method_copies_checkpoint_unchanged(tmp_path: Path) -> None:
     assert tree_bytes(tmp_path / "out" / "checkpoint") == tree_bytes(src)
     doc = json.loads((tmp_path / "out" / "kv_scales.json").read_text())
     assert all(e["rule"] == "unquantized" and e["k_scale"] == 1.0 for e in doc["layers"].values())
-    # A scale name no loader maps makes the engine refuse the layer: exit 1, or --force copies.
+    # A scale name no loader maps makes the engine refuse the layer: exit 1, or
+    # --unsafe-write-unfixed copies it as it is (--force alone no longer does: issue 25).
     w = weights(2)
     w[f"{P.format(0)}.k_scale"] = t(0.5)
     src2 = write_dir(tmp_path / "src2", w, llama_config(2, quant=None))
     normalize_cli(src2, tmp_path / "out2", "--checkpoint", code=1)
-    normalize_cli(src2, tmp_path / "out2", "--checkpoint", "--force")
+    normalize_cli(src2, tmp_path / "out2", "--checkpoint", "--force", code=1)
+    normalize_cli(src2, tmp_path / "out2", "--checkpoint", "--unsafe-write-unfixed")
     assert tree_bytes(tmp_path / "out2" / "checkpoint") == tree_bytes(src2)
 
 
@@ -425,7 +427,7 @@ def test_hostile_layer_name(tmp_path: Path) -> None:
     assert "\x1b" not in result.stderr + result.stdout
     assert "unsafe-tensor-name" in result.stderr
     assert not (tmp_path / "out").exists()
-    summary = normalize_cli(src, tmp_path / "out", "--checkpoint", "--force")
+    summary = normalize_cli(src, tmp_path / "out", "--checkpoint", "--unsafe-write-unfixed")
     assert summary["layers"]["skipped"][0]["name"] == bad + ".attn"
     copy = tensor_bytes(tmp_path / "out" / "checkpoint" / "model.safetensors")
     old = tensor_bytes(src / "model.safetensors")
@@ -456,9 +458,9 @@ def test_refused_layer_writes_nothing(tmp_path: Path) -> None:
         normalize_checkpoint(src, tmp_path / "out", NormalizeOptions(checkpoint=True))
 
 
-def test_force_keeps_refused_layer(tmp_path: Path) -> None:
+def test_unsafe_write_unfixed_keeps_refused_layer(tmp_path: Path) -> None:
     src = _refused_source(tmp_path)
-    summary = normalize_cli(src, tmp_path / "out", "--checkpoint", "--force")
+    summary = normalize_cli(src, tmp_path / "out", "--checkpoint", "--unsafe-write-unfixed")
     assert [s["name"] for s in summary["layers"]["skipped"]] == [f"{P.format(0)}.attn"]
     copy = tensor_bytes(tmp_path / "out" / "checkpoint" / "model.safetensors")
     old = tensor_bytes(src / "model.safetensors")

@@ -257,7 +257,8 @@ def test_a_format_verify_cannot_write_is_refused_not_measured_as_fp8(
     # 6 layers: TurboQuant keeps its 2+2 boundary layers unquantized, layers 2-3 use the format.
     ckpt = make_checkpoint(layers=6, config=ct_config(6, hidden_size=256))
     result = runner.invoke(app, ["verify", str(ckpt), "--kv-cache-dtype", dtype, "--json"])
-    assert result.exit_code == 2 and result.stdout == ""
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["schema"] == "kvscale.error/1"
     assert f"kvscale has no reference writer for {dtype}: verify cannot measure" in result.stderr
     hint = result.stderr.split("--kv-cache-dtype one of: ")[1].strip().split(", ")
     assert {"auto", "fp8", "fp8_e4m3", "nvfp4", "int8_per_token_head"} <= set(hint)

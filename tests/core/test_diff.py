@@ -98,7 +98,7 @@ def _set(layers: dict[str, tuple[str, float | None]]) -> ScaleSet:
 def test_gate_rules_without_threshold(
     before: tuple[str, float | None], after: tuple[str, float | None], rules: list[str]
 ) -> None:
-    result = compare(_set({"a.attn": before}), _set({"a.attn": after}))
+    result = compare(_set({"a.attn": before}), _set({"a.attn": after}), None)
     # value-invalid fires once per kind (k and v share the value here).
     assert sorted({f.rule for f in result.failures}) == rules
     assert result.ok == (not rules)

@@ -586,7 +586,10 @@ def test_unreadable_files_simulated(
     for extra in ([], ["--json"]):
         result = CliRunner().invoke(app, ["inspect", str(directory), *extra])
         assert result.exit_code == 2, result.stderr
-        assert result.stdout == ""
+        # (--json: the document says what happened, kvscale.error/1)
+        assert (json.loads(result.stdout)["input"] if extra else result.stdout) == (
+            target if extra else ""
+        )
         assert result.stderr == f"kvscale: error: {target}: cannot read: permission denied\n"
 
 

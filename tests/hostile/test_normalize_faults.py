@@ -430,7 +430,9 @@ def test_tensor_names_with_paths_are_refused(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "unsafe-tensor-name" in result.stderr
     result = runner.invoke(
-        app, ["normalize", str(src), "--out", str(tmp_path / "o"), "--checkpoint", "--force"]
+        app,
+        ["normalize", str(src), "--out", str(tmp_path / "o"), "--checkpoint"]
+        + ["--unsafe-write-unfixed"],
     )
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "escape").exists()

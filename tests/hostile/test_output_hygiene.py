@@ -113,7 +113,11 @@ def test_error_with_hostile_file_name_is_one_escaped_line(
     args = ["inspect", str(directory), *(["--json"] if json_mode else [])]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert result.stdout == ""
+    if json_mode:  # the document says what happened, every character JSON-escaped
+        assert result.stdout.isascii() and "\x1b" not in result.stdout
+        assert json.loads(result.stdout)["input"] == str(bad)
+    else:
+        assert result.stdout == ""
     err = result.stderr
     assert err.count("\n") == 1 and err.endswith("\n")
     assert_terminal_safe(err)
@@ -253,7 +257,9 @@ def test_no_workflow_command_from_names(tmp_path: Path, columns: str) -> None:
     src = _workflow_names_checkpoint(tmp_path)
     env = {"GITHUB_ACTIONS": "true", "COLUMNS": columns}
     out = tmp_path / "out"
-    result = invoke("normalize", src, "--out", out, "--checkpoint", "--force", env=env)
+    result = invoke(
+        "normalize", src, "--out", out, "--checkpoint", "--unsafe-write-unfixed", env=env
+    )
     assert result.exit_code == 0, result.stderr
     assert _workflow_commands(result.stderr) == []
     assert "notes ::error" in result.stderr  # shown, defused: not dropped

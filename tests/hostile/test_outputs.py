@@ -300,7 +300,9 @@ def test_refused_junit_prints_no_report(tmp_path: Path) -> None:
     src = checkpoint(tmp_path)
     for extra in ((), ("--json",)):
         result = invoke("inspect", src, *extra, "--junit", src / "model.safetensors")
-        one_line_error(result, "--junit")
+        one_line_error(result, "--junit", stdout=bool(extra))
+        if extra:  # --json: the document says what happened (kvscale.error/1), no report
+            assert json.loads(result.stdout)["schema"] == "kvscale.error/1"
 
 
 def test_junit_onto_the_config_of_a_single_file_input(tmp_path: Path) -> None:

@@ -130,13 +130,13 @@ def test_verify_accepts_normalize_force_output(tmp_path: Path) -> None:
     t = attention_weights(2)
     t[f"{P.format(0)}.k_scale"] = tensor(0.5)
     t[f"{P.format(0)}.v_scale"] = tensor(0.25)
-    t[f"{P.format(1)}.k_scale"] = tensor(0.0)  # not writable: skipped under --force
+    t[f"{P.format(1)}.k_scale"] = tensor(0.0)  # not writable: kept under --unsafe-write-unfixed
     t[f"{P.format(1)}.v_scale"] = tensor(0.25)
     src = write_checkpoint(
         tmp_path / "ckpt", t, llama_config(2, quant=quant_config("compressed-tensors"), head_dim=16)
     )
     assert invoke("normalize", src, "--out", tmp_path / "no").exit_code == 1
-    out = normalized(src, tmp_path / "out", "--force", "--checkpoint")
+    out = normalized(src, tmp_path / "out", "--unsafe-write-unfixed", "--checkpoint")
     code, doc, err = verify_json(out)
     assert code == 0, err
     assert doc is not None and doc["host_device_agree"] is True

@@ -2,7 +2,8 @@
 
 The catalogue is tests/parity/cases.py (175 checkpoints: every naming convention, dtype, value
 edge, KV-cache dtype, platform, shard layout and architecture the vLLM-parity suite covers).
-For each case, ``normalize --checkpoint --force`` writes a copy for each platform, and:
+For each case, ``normalize --checkpoint --unsafe-write-unfixed`` writes a copy for each
+platform, and:
 
 * ``test_copy_matches_source_inspect`` (always runs): ``inspect`` of the copy gives the same
   four values (or the same refusal) as ``inspect`` of the original, for both engine platforms,
@@ -55,7 +56,7 @@ def _normalize(case: dict[str, Any], src: Path, out: Path, platform: str) -> Nor
             model_dtype=opts["model_dtype"],
         ),
         checkpoint=True,
-        force=True,
+        unsafe_write_unfixed=True,
         # What is compared is the copy's values; durability is the fault tests' subject, and
         # the 175 cases' ~2,800 fsyncs were seconds of the default run's wall time.
         write=WriteOptions(fsync=False),

@@ -143,7 +143,7 @@ def per_head(root: Path, name: str = "heads") -> Path:
 def normalized(src: Path, out: Path, *extra: str) -> Path:
     """A normalize output to test against, written through the library (the set-up is not what
     these tests check). ``extra``: the CLI flags
-    --checkpoint, --force, --kv-cache-dtype X, --platform X."""
+    --checkpoint, --force, --unsafe-write-unfixed, --kv-cache-dtype X, --platform X."""
     flags = list(extra)
     engine: dict[str, str] = {}
     for option in ("--kv-cache-dtype", "--platform"):
@@ -151,11 +151,12 @@ def normalized(src: Path, out: Path, *extra: str) -> Path:
             at = flags.index(option)
             engine[option[2:].replace("-", "_")] = flags[at + 1]
             del flags[at : at + 2]
-    assert set(flags) <= {"--checkpoint", "--force"}, flags
+    assert set(flags) <= {"--checkpoint", "--force", "--unsafe-write-unfixed"}, flags
     options = NormalizeOptions(
         engine=EngineOptions(**engine),  # type: ignore[arg-type]
         checkpoint="--checkpoint" in flags,
         force="--force" in flags,
+        unsafe_write_unfixed="--unsafe-write-unfixed" in flags,
     )
     normalize_checkpoint(src, out, options)
     return out

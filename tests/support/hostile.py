@@ -113,7 +113,15 @@ def check_outcome(
     assert "internal error" not in stderr, shown
     assert _ANSI not in stderr, shown
     if case.code == 2:
-        assert stdout == "", shown
+        if json_mode:  # --json: the document says what happened (kvscale.error/1)
+            doc = json.loads(stdout)
+            assert (doc["schema"], doc["ok"], doc["error"]["exit_code"]) == (
+                "kvscale.error/1",
+                False,
+                2,
+            ), shown
+        else:
+            assert stdout == "", shown
         assert stderr.endswith("\n") and stderr.count("\n") == 1, shown
         assert stderr.startswith("kvscale: error: "), shown
         # names the file at fault (all of them live next to the given path), or the variable
