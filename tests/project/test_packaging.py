@@ -30,3 +30,11 @@ def test_the_test_extra_brings_build_and_twine() -> None:
     ]
     names = {re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0] for spec in extras["test"]}
     assert {"build", "twine"} <= names
+
+
+def test_every_module_directory_is_a_package_the_wheel_ships() -> None:
+    """``[tool.setuptools.packages.find]`` ships regular packages only: a directory of modules
+    without ``__init__.py`` (kvscale/model/ was one) would be left out of the wheel."""
+    dirs = {p.parent for p in (ROOT / "kvscale").rglob("*.py") if "__pycache__" not in p.parts}
+    missing = sorted(str(d.relative_to(ROOT)) for d in dirs if not (d / "__init__.py").is_file())
+    assert missing == []
