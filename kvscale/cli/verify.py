@@ -218,7 +218,7 @@ def verify(
         result = verify_target(target, options, progress=progress)
     output.result(
         document=lambda: verify_json(result, applied=settings.applied()),
-        lines=lambda: verify_lines(result),
+        lines=lambda: verify_lines(result, settings.applied()),
         renderables=lambda: verify_renderables(result, applied=settings.applied()),
     )
     if not result.ok:

@@ -144,7 +144,8 @@ def _kernel_text(result: VerifyResult) -> str:
     return "kernel bit-exact vs reference"
 
 
-def verdict_line(result: VerifyResult) -> str:
+def verdict_line(result: VerifyResult, policy_file: object = None) -> str:
+    """The last line: the verdict and what decided it (the policy file too, when one applied)."""
     passed = sum(layer.passed for layer in result.layers)
     limits = (
         ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
@@ -172,6 +173,8 @@ def verdict_line(result: VerifyResult) -> str:
             )
     if result.unverified:
         line += "; --strict needs the kernel to run: pass --gpu on a CUDA machine"
+    if policy_file:
+        line += f"; policy file {policy_file}"
     return line
 
 
@@ -183,7 +186,7 @@ def coverage_line(result: VerifyResult) -> str:
     return line
 
 
-def verify_lines(result: VerifyResult) -> list[str]:
+def verify_lines(result: VerifyResult, applied: Mapping[str, object] | None = None) -> list[str]:
     """``--quiet``: one line per failure, then the verdict."""
     out = []
     for layer in result.layers:
@@ -195,7 +198,7 @@ def verify_lines(result: VerifyResult) -> list[str]:
     if result.model_eval is not None:
         out.extend(f"model: {failure}" for failure in result.model_eval.failures)
     out.append(coverage_line(result))
-    out.append(verdict_line(result))
+    out.append(verdict_line(result, (applied or {}).get("policy_file")))
     return out
 
 
@@ -224,9 +227,11 @@ def verify_renderables(
     from rich.table import Table
     from rich.text import Text
 
+    from kvscale.render.cells import add_layer_column, number_cell, scale_cell
+
     template, labels = layer_labels([layer.name for layer in result.layers])
     sources = sorted({layer.data for layer in result.layers if layer.data is not None})
-    title = Text("FP8 cache write of ")
+    title = Text("KV-cache write of ")
     title.append_text(safe_text(result.target, "bold"))
     title.append(f" on {sanitize(result.device)} ({result.kv_cache_dtype} = {result.fp8_format}")
     title.append(f", {' + '.join(sources) or 'no'} data")
@@ -234,12 +239,13 @@ def verify_renderables(
         title.append("; layer N = ")
         title.append_text(safe_text(template))
     title.append(")")
+    # Numbers never wrap; layer names fold on a narrow terminal.
     table = Table(pad_edge=False)
-    table.add_column("N" if template else "layer", no_wrap=True)
+    add_layer_column(table, template)
     table.add_column("", no_wrap=True)
     for column in ("scale", "absmax", "saturated", "underflow", "rel err", "bad bytes"):
         table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("data", no_wrap=True)
+    table.add_column("data", overflow="fold")
     table.add_column("result", no_wrap=True)
     for label, layer in zip(labels, result.layers, strict=True):
         if layer.k is None or layer.v is None:
@@ -252,11 +258,11 @@ def verify_renderables(
             table.add_row(
                 safe_text(label) if kind == "k" else Text(""),
                 kind,
-                f"{stats.scale:.6g}",
-                f"{stats.absmax:.4g}",
-                _pct(stats.saturated),
-                _pct(stats.underflow),
-                f"{stats.rel_rms_error:.4f}",
+                scale_cell(stats.scale),
+                number_cell(stats.absmax, f"{stats.absmax:.4g}"),
+                number_cell(stats.saturated, _pct(stats.saturated)),
+                number_cell(stats.underflow, _pct(stats.underflow)),
+                number_cell(stats.rel_rms_error, f"{stats.rel_rms_error:.4f}"),
                 "-" if stats.mismatched_bytes is None else str(stats.mismatched_bytes),
                 stats.data,
                 Text("pass", style="green") if stats.passed else Text("FAIL", style="bold red"),
@@ -289,5 +295,6 @@ def verify_renderables(
             out.append(safe_text(f"model: {failure}", "bold red"))
     # The verdict stays the last line (CI logs and scripts read it); what it rests on before it.
     out.append(safe_text(coverage_line(result), "dim" if not result.not_checked else "yellow"))
-    out.append(Text(verdict_line(result), style="bold green" if result.ok else "bold red"))
+    verdict = verdict_line(result, (applied or {}).get("policy_file"))
+    out.append(safe_text(verdict, "bold green" if result.ok else "bold red"))
     return out
