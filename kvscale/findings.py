@@ -334,6 +334,7 @@ def unmapped_problems(
     groups: dict[tuple[str, str, bool], list[UnmappedTensor]] = defaultdict(list)
     for item in unmapped:
         groups[(item.code, item.reason, item.fails)].append(item)
+    severities = {(u.code, u.reason, u.fails): u.severity for u in unmapped if u.severity}
     refused_layers: dict[int, list[str]] = defaultdict(list)
     for name, culprit in refused_by.items():
         refused_layers[id(culprit)].append(name)
@@ -375,7 +376,9 @@ def unmapped_problems(
                 code,
                 head,
                 layers[0] if len(layers) == 1 else None,
-                severity=Severity.ERROR if fails else Severity.WARNING,
+                severity=severities.get(
+                    (code, reason, fails), Severity.ERROR if fails else Severity.WARNING
+                ),
                 layers=layers,
             )
         )

@@ -39,6 +39,7 @@ from kvscale.engine.registry import ENGINES, EngineName
 from kvscale.engine.sglang import (
     architectures,
     backends,
+    models,
     names,
     quant_config,
     rules,
@@ -49,15 +50,10 @@ from kvscale.engine.sglang import (
 from kvscale.errors import UsageError
 from kvscale.layers import is_kv_cache_layer
 from kvscale.model_config import ModelShape, RawQuantConfig
-from kvscale.problems import Problem, problem
+from kvscale.problems import Problem, Severity, problem
 
 _TARGET = re.compile(r"^(?P<layer>.+\.attn)\.(?P<kind>[kv]_scale)$")
-_RECORDED_PREFIX = re.compile(r"^model\.layers\.\d+\.self_attn$")
-"""Attention prefixes the recorded outcomes apply to: they were recorded under
-``model.layers.0.self_attn`` (a loader may treat other prefixes, e.g. a multimodal model's
-``model.language_model.``, otherwise)."""
 _LAYER_PREFIX = re.compile(r"^(.*\.layers\.\d+)\.")
-_TAILS = sorted(architectures.PROBE_TAILS, key=len, reverse=True)
 LLAMA = "LlamaForCausalLM"
 MAX_NAMED = 3
 
@@ -67,11 +63,9 @@ def _names(items: Sequence[str]) -> str:
     return shown + (f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
 
 
-def _param_check(context: NameContext) -> Callable[[str], bool]:
-    """Whether ``<prefix>.attn.k_scale`` (or v) is a parameter of the model: an attention layer
-    (from the weights, else config.json's layers) whose quant config gives it a KV method."""
-    if context.quant.engine_path is EnginePath.NONE:
-        return lambda name: False
+def _checkpoint_prefixes(context: NameContext) -> set[str]:
+    """The checkpoint's attention prefixes: from the weights, else one per KV-cache layer of
+    config.json's ``num_hidden_layers`` (named ``model.layers.N.self_attn``)."""
     prefixes = set(context.attention_prefixes)
     shape = context.shape
     if not prefixes and shape.num_hidden_layers:
@@ -80,6 +74,17 @@ def _param_check(context: NameContext) -> Callable[[str], bool]:
             for i in range(shape.num_hidden_layers)
             if is_kv_cache_layer(shape, i)
         }
+    return prefixes
+
+
+def _param_check(context: NameContext, arch: str | None) -> Callable[[str], bool]:
+    """Whether ``<prefix>.attn.k_scale`` (or v) is a parameter of the model for Llama's rules:
+    an attention layer (from the weights, else config.json's layers) whose quant config gives
+    it a KV method, in an architecture that passes it ``quant_config``."""
+    no_method = models.kv_method(arch)[0] is models.KvMethod.NO
+    if context.quant.engine_path is EnginePath.NONE or no_method:
+        return lambda name: False
+    prefixes = _checkpoint_prefixes(context)
 
     def is_param(name: str) -> bool:
         match = _TARGET.match(name)
@@ -112,56 +117,23 @@ def _noted(reason: str, loader: _Loader) -> str:
     return f"{reason} ({loader.note})" if loader.note else reason
 
 
-def _looked_up(got: names.Routing, tensor: str) -> str:
-    """The name SGLang looked up for a dropped / refused tensor (from its message)."""
-    for pattern in (r"KeyError: '([^']+)'", r"Parameter '?(\S+?)'? not found", r"^(\S+) not found"):
-        m = re.search(pattern, got.message or "")
-        if m:
-            return m.group(1)
-    return tensor
+def _kv_kind(tensor: str) -> str | None:
+    """``k_scale`` / ``v_scale``: the scale a tensor holds in its producer's convention (a
+    legacy ``kv_scale`` counts as k); None for q, prob and other names."""
+    if re.search(r"(?:^|[._])(?:k_scale|kv_scale|k_proj\.output_scale|k_cache\.scale)$", tensor):
+        return "k_scale"
+    if re.search(r"(?:^|[._])(?:v_scale|v_proj\.output_scale|v_cache\.scale)$", tensor):
+        return "v_scale"
+    if re.search(r"\.([kv])_fake_quantizer\.qscale_act$", tensor):
+        return f"{tensor.rsplit('.', 2)[-2][0]}_scale"
+    return None
 
 
-def _kept_name(cls: names.LoaderClass, tail: str, loader: _Loader) -> str:
-    """``; the name this loader keeps is <prefix>.<candidate>``: the first name of the same
-    kind (k or v) that the loader loads into the layer's parameter (``_candidates`` order)."""
-    kind = _KIND_OF_TAIL.get(tail)
-    if kind is None:
-        return ""
-    for candidate in _candidates(kind, loader.radix):
-        got = cls.outcome(candidate, True)
-        if got is not None and got[0] == "load" and got[1] and got[1].endswith("." + kind):
-            if candidate == tail:
-                return ""
-            return f"; the name this loader keeps is <prefix>.{candidate}"
-    return "; this loader keeps no name of this kind"
-
-
-def _candidates(kind: str, radix: tuple[str, ...]) -> list[str]:
+def _candidates(kind: str, radix: Sequence[str]) -> list[str]:
     """Names a normalized checkpoint could use for ``kind``, in kvscale's preference."""
     out = [kind, f"attn.{kind}", f"{kind[0]}_proj.{kind}"]
     out += [f"{r}.{kind}" for r in radix if r != "attn"]
     return out
-
-
-_KIND_OF_TAIL = {
-    "k_scale": "k_scale",
-    "v_scale": "v_scale",
-    "kv_scale": "k_scale",
-    "k_proj.k_scale": "k_scale",
-    "v_proj.v_scale": "v_scale",
-    "k_proj.output_scale": "k_scale",
-    "v_proj.output_scale": "v_scale",
-    "attn.k_scale": "k_scale",
-    "attn.v_scale": "v_scale",
-    "attn._k_scale": "k_scale",
-    "attn._v_scale": "v_scale",
-    "attn_mqa.k_scale": "k_scale",
-    "attn_mqa.v_scale": "v_scale",
-    "qkv_proj.k_scale": "k_scale",
-    "qkv_proj.v_scale": "v_scale",
-    "k_cache.scale": "k_scale",
-    "v_cache.scale": "v_scale",
-}
 
 
 @dataclass(frozen=True)
@@ -173,10 +145,22 @@ class _Loader:
     loader: names.LoaderClass | None
     """Its recorded loader class; None: Llama's rules (``names.remap``) apply."""
     radix: tuple[str, ...] = ("attn",)
+    """The RadixAttention attributes with KV-scale parameters, under the attention module."""
     note: str = ""
     """Why Llama's rules stand in (an architecture kvscale has no record for), or ""."""
     site: str = ""
-    """file:line of its load_weights under srt/models/."""
+    """file:line (under srt/models/) of its load_weights."""
+    layout: models.Layout | None = None
+    """Where its modules sit and which hand-mirrored loader applies (``models.LAYOUTS``)."""
+
+
+_SITES = {
+    "FalconH1ForCausalLM": "falcon_h1.py:504",
+    "MiniCPM3ForCausalLM": "minicpm3.py:446",
+    "MistralLarge3ForCausalLM": "mistral_large_3.py:47",
+    "Llama4ForConditionalGeneration": "mllama4.py:640",
+}
+"""load_weights of the hand-mirrored loaders the probe could not run (``NOT_PROBED``)."""
 
 
 @functools.cache
@@ -184,12 +168,19 @@ def _loader(architectures_: tuple[str, ...]) -> _Loader:
     """``ModelRegistry.resolve_model_cls`` (srt/models/registry.py): the first architecture of
     config.json that is registered (else SGLang falls back to its Transformers backend)."""
     for arch in architectures_:
+        layout = models.layout(arch)
         found = architectures.ARCHITECTURES.get(arch)
+        radix: tuple[str, ...] = found.radix if found is not None else ("attn",)
+        mla = architectures.MLA_RADIX.get(arch)
+        if mla is not None and mla not in radix:
+            radix = (mla,)
         if found is not None:
             cls = architectures.LOADER_CLASSES[found.loader]
-            if found.loader == LLAMA:
-                return _Loader(arch, None, found.radix, site=found.site)
-            return _Loader(arch, cls, found.radix, site=found.site)
+            if found.loader == LLAMA and layout is None:
+                return _Loader(arch, None, radix, site=found.site)
+            return _Loader(arch, cls, radix, site=found.site, layout=layout)
+        if layout is not None:
+            return _Loader(arch, None, radix, site=_SITES.get(arch, ""), layout=layout)
         if arch in architectures.NOT_PROBED:
             return _Loader(
                 arch,
@@ -207,15 +198,33 @@ def _loader(architectures_: tuple[str, ...]) -> _Loader:
     )
 
 
-def _split(tensor: str) -> tuple[str, str] | None:
-    """``(attention prefix, tail)`` for a tensor named ``<...layers.N.self_attn>.<tail>``
-    with a probed tail."""
-    for tail in _TAILS:
-        if tensor.endswith("." + tail):
-            prefix = tensor[: -len(tail) - 1]
-            if _RECORDED_PREFIX.match(prefix):
-                return prefix, tail
+def _split(tensor: str, layout: models.Layout | None) -> tuple[str, str] | None:
+    """``(checkpoint attention prefix, tail)``: under ``model.layers.N.self_attn`` with a
+    probed tail (where the recorded outcomes apply), or any name under the prefixes of a
+    hand-mirrored layout."""
+    if layout is not None:
+        match = layout.prefix.match(tensor)
+        return (match["prefix"], match["tail"]) if match else None
+    match = _RECORDED.match(tensor)
+    if match and match["tail"] in architectures.PROBE_TAILS:
+        return match["prefix"], match["tail"]
     return None
+
+
+_RECORDED = re.compile(r"^(?P<prefix>model\.layers\.\d+\.self_attn)\.(?P<tail>.+)$")
+"""The prefix the recorded outcomes were probed under (a loader may treat other prefixes,
+e.g. a multimodal model's ``model.language_model.``, otherwise: those need a layout)."""
+
+
+@dataclass(frozen=True)
+class _Routing:
+    """Where a loader sends one checkpoint tensor, in the checkpoint's terms."""
+
+    outcome: models.Outcome
+    prefix: str
+    """The tensor's checkpoint attention prefix."""
+    looked_up: str
+    """The name as the loader holds it (after its own renames), for messages."""
 
 
 class SglangEngine(Engine):
@@ -263,6 +272,7 @@ class SglangEngine(Engine):
             scale_dtype="float32",
             attention_backend=options.attention_backend,
             gpu_arch=options.gpu_arch,
+            architecture=_loader(shape.architectures).arch,
         )
         return settings, how
 
@@ -297,12 +307,26 @@ class SglangEngine(Engine):
             latent,
         )
 
+    def layer_name(self, prefix: str, shape: ModelShape) -> str:
+        """SGLang's module for the checkpoint's attention prefix (``models.LAYOUTS``: NemotronH
+        ``backbone.`` -> ``model.``, the multimodal wrappers' ``language_model.model.``,
+        Falcon-H1's decoder layer); kvscale calls its RadixAttention ``attn`` whatever SGLang
+        names it (DeepSeek's ``attn_mqa``), as for every engine."""
+        layout = _loader(shape.architectures).layout
+        return f"{layout.module_prefix(prefix) if layout else prefix}.attn"
+
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         loader = _loader(context.shape.architectures)
-        if loader.loader is not None and not context.as_intended:
-            recorded = self._route_recorded(tensor, file, context, loader, loader.loader)
-            if recorded is not None:
-                return recorded
+        if not context.as_intended and (loader.loader is not None or loader.layout is not None):
+            extra = is_kv_scheme_extra(tensor)
+            own = loader.layout is not None and loader.layout.extra_scales is not None
+            if own and loader.layout and loader.layout.extra_scales:
+                own = bool(loader.layout.extra_scales.search(tensor))
+            if not (extra or own or looks_like_kv_scale(tensor)):
+                return Routed()
+            routing = self._routing(tensor, context, loader)
+            if routing is not None:
+                return self._routed(tensor, file, context, loader, routing, extra)
             loader = dataclasses.replace(
                 loader,
                 note=f"kvscale has no record of what {loader.arch}'s SGLang loader does with "
@@ -323,8 +347,11 @@ class SglangEngine(Engine):
             )
         if not looks_like_kv_scale(tensor):
             return Routed()
-        remapped = names.remap(tensor, _param_check(context))
+        remapped = names.remap(tensor, _param_check(context, loader.arch))
         if remapped.dropped is not None:
+            lost = self._no_kv_method(tensor, context, loader)
+            if lost is not None:
+                return Routed(unmapped=dataclasses.replace(lost, file=file))
             reason = _noted(_drop_reason(tensor, remapped, context), loader)
             return Routed(unmapped=UnmappedTensor(tensor, file, remapped.name, reason, False))
         match = _TARGET.match(remapped.name)
@@ -335,54 +362,206 @@ class SglangEngine(Engine):
             )
         )
 
-    def _route_recorded(
+    def layer_shape(self, shape: ModelShape) -> ModelShape:
+        """SGLang's Kimi-Linear config types its layers by ``linear_attn_config.kda_layers``
+        (``configs/kimi_linear.py:158``, ``is_kda_layer``) and never reads config.json's
+        ``layer_types``; without that field every layer is an MLA layer."""
+        if shape.model_type == "kimi_linear":
+            return dataclasses.replace(shape, layer_types=None)
+        return shape
+
+    def _params(
+        self, context: NameContext, loader: _Loader, *, assume_kv_method: bool = False
+    ) -> Callable[[str], bool]:
+        """The model's KV-scale parameters (its ``params_dict`` scale entries): the
+        RadixAttention's ``k_scale`` / ``v_scale`` on every attention module, when the quant
+        config gives it a KV method (``assume_kv_method``: as if it did) and the architecture
+        passes it ``quant_config`` (``models.kv_method``)."""
+        verdict, _ = models.kv_method(loader.arch)
+        method = assume_kv_method or context.quant.engine_path is not EnginePath.NONE
+        if not method or verdict is models.KvMethod.NO:
+            return lambda name: False
+        layout = loader.layout
+        shape = self.layer_shape(context.shape)
+        prefixes = _checkpoint_prefixes(dataclasses.replace(context, shape=shape))
+        modules = {layout.module_prefix(p) if layout else p for p in prefixes}
+        radix = loader.radix
+        if layout is not None and layout.loader in ("deepseek", "mistral_large_3"):
+            # DeepseekV2AttentionMLA builds attn_mqa and attn_mha, both with quant_config
+            # (deepseek_v2.py:2183, 2206).
+            radix = ("attn_mqa", "attn_mha")
+        wanted = {f"{m}.{r}.{k}" for m in modules for r in radix for k in ("k_scale", "v_scale")}
+        return wanted.__contains__
+
+    def _routing(
+        self,
+        tensor: str,
+        context: NameContext,
+        loader: _Loader,
+        *,
+        assume_kv_method: bool = False,
+    ) -> _Routing | None:
+        """What the architecture's own ``load_weights`` does with the tensor: a hand-mirrored
+        loader (``models``) or its recorded outcome (``architectures.py``); None: kvscale has
+        no record of it (Llama's rules stand in)."""
+        layout = loader.layout
+        split = _split(tensor, layout)
+        if split is None:
+            return None
+        prefix, tail = split
+        params = self._params(context, loader, assume_kv_method=assume_kv_method)
+        q_lora = context.shape.q_lora_rank
+        hand = layout.loader if layout is not None else "recorded"
+        if hand == "deepseek":
+            return _Routing(models.deepseek(tensor, params, q_lora), prefix, tensor)
+        if hand == "minicpm3":
+            return _Routing(models.minicpm3(tensor, params), prefix, tensor)
+        if hand == "falcon_h1":
+            return _Routing(models.falcon_h1(tensor, params), prefix, tensor)
+        if hand == "mllama4":
+            return _Routing(models.mllama4(tensor, params), prefix, tensor)
+        if hand == "mistral_large_3":
+            return _Routing(models.mistral_large_3(tensor, params, q_lora), prefix, tensor)
+        cls = loader.loader
+        for substring, arch in layout.recorded_for if layout is not None else ():
+            if substring in tensor:
+                cls = architectures.LOADER_CLASSES[architectures.ARCHITECTURES[arch].loader]
+                break
+        if cls is None:
+            return None
+        lprefix = layout.loader_prefix(prefix) if layout is not None else prefix
+        looked = f"{lprefix}.{tail}"
+        recorded = architectures.ARCHITECTURES.get(loader.arch or "")
+        mla = architectures.MLA_RADIX.get(loader.arch or "")
+        if mla is not None and recorded is not None and mla not in recorded.radix:
+            return _Routing(models.mla_recorded(looked, mla, cls, params), prefix, looked)
+        has_params = params(f"{lprefix}.{loader.radix[0]}.k_scale")
+        got = names.route_recorded(cls, architectures.MESSAGES, tail, lprefix, looked, has_params)
+        if got is None:
+            return None
+        outcome = models.Outcome(got.kind, got.target, got.message, got.message_template)
+        return _Routing(outcome, prefix, looked)
+
+    def _loads_into(self, routing: _Routing, loader: _Loader, kind: str | None = None) -> bool:
+        """The tensor loads into the layer's cache scale (its KV RadixAttention's k or v)."""
+        out = routing.outcome
+        if out.kind != "load" or out.target is None:
+            return False
+        module, radix, loaded = out.target.rsplit(".", 2)
+        layout = loader.layout
+        own = layout.module_prefix(routing.prefix) if layout is not None else routing.prefix
+        return (
+            module == own
+            and radix == loader.radix[0]
+            and loaded in ("k_scale", "v_scale")
+            and (kind is None or loaded == kind)
+        )
+
+    def _kept(
+        self, prefix: str, tail: str, kind: str, context: NameContext, loader: _Loader
+    ) -> str:
+        """``; the name this loader keeps is <prefix>.<candidate>``: the first name of the same
+        kind that the loader loads into the layer (``_candidates`` order)."""
+        for candidate in _candidates(kind, loader.radix):
+            routing = self._routing(f"{prefix}.{candidate}", context, loader)
+            if routing is not None and self._loads_into(routing, loader, kind):
+                return (
+                    ""
+                    if candidate == tail
+                    else f"; the name this loader keeps is <prefix>.{candidate}"
+                )
+        return "; this loader keeps no name of this kind"
+
+    def _where(self, loader: _Loader) -> str:
+        site = f", srt/models/{loader.site}" if loader.site else ""
+        return f"{loader.arch}'s load_weights (SGLang {self.version}{site})"
+
+    def _no_kv_method(
+        self, tensor: str, context: NameContext, loader: _Loader
+    ) -> UnmappedTensor | None:
+        """A k/v scale tensor dropped because the architecture builds its RadixAttention
+        without ``quant_config`` (``models.kv_method``): the layer holds no scale whatever
+        the name, so the checkpoint's calibration is lost (``scales-not-loaded``)."""
+        verdict, evidence = models.kv_method(loader.arch)
+        if (
+            verdict is not models.KvMethod.NO
+            or _kv_kind(tensor) is None
+            or context.quant.engine_path is EnginePath.NONE
+        ):
+            return None
+        reason = (
+            f"{loader.arch} builds its RadixAttention without quant_config ({evidence}): its "
+            f"layers get no KV-cache quant method and hold no k/v scale, so {self._where(loader)} "
+            "drops every k/v "
+            "scale name and the cache runs at 1.0"
+        )
+        return UnmappedTensor(
+            tensor, "", tensor, reason, False, "scales-not-loaded", Severity.ERROR
+        )
+
+    def _routed(
         self,
         tensor: str,
         file: str,
         context: NameContext,
         loader: _Loader,
-        cls: names.LoaderClass,
-    ) -> Routed | None:
-        """What the architecture's own ``load_weights`` does with the tensor, as recorded
-        (``architectures.py``); None: not a recorded name (Llama's rules stand in)."""
-        extra = is_kv_scheme_extra(tensor)
-        if not (extra or looks_like_kv_scale(tensor)):
-            return Routed()
-        split = _split(tensor)
-        if split is None:
-            return None
-        prefix, tail = split
-        has_params = _param_check(context)(f"{prefix}.attn.k_scale")
-        got = names.route_recorded(cls, architectures.MESSAGES, tail, prefix, tensor, has_params)
-        if got is None:  # pragma: no cover - _split only returns recorded tails
-            return None
-        where = f"{loader.arch}'s load_weights (SGLang {self.version}, srt/models/{loader.site})"
-        if got.kind == "load":
-            assert got.target is not None
-            kind = got.target.rsplit(".", 1)[-1]
-            if kind not in ("k_scale", "v_scale"):  # pragma: no cover - no such record
-                return None
+        routing: _Routing,
+        extra: bool,
+    ) -> Routed:
+        out = routing.outcome
+        prefix = routing.prefix
+        if self._loads_into(routing, loader):
+            assert out.target is not None
             return Routed(
-                mapped=MappedName(tensor, got.target, f"{prefix}.attn", kind, convention_of(tensor))
+                mapped=MappedName(
+                    tensor,
+                    out.target,
+                    f"{prefix}.attn",
+                    out.target.rsplit(".", 1)[-1],
+                    convention_of(tensor),
+                )
             )
-        engine_name = _looked_up(got, tensor)
-        keeps = _kept_name(cls, tail, loader)
-        if got.kind == "raise":
+        where = self._where(loader)
+        engine_name = out.target or tensor
+        template = out.template or (_generic(out.message) if out.message else None)
+        if out.kind == "load":
+            # e.g. DeepSeek's self_attn.attn_mha.k_scale: the MHA prefill attention's parameter.
+            assert out.target is not None
             reason = (
-                f"{where} raises {got.message_template} while loading it, so the model does "
-                f"not load{keeps}"
+                f"{where} loads it into {_generic(out.target)}, not into the layer's KV cache "
+                f"scale ({loader.radix[0]}.k_scale / v_scale)"
             )
-            renamed = ".qkv_proj." in (got.message or "") and ".qkv_proj." not in tensor
+            return Routed(unmapped=UnmappedTensor(tensor, file, engine_name, reason, False))
+        kind = _kv_kind(tensor)
+        split_tail = tensor[len(prefix) + 1 :]
+        keeps = self._kept(prefix, split_tail, kind, context, loader) if kind else ""
+        if out.kind == "raise":
+            reason = (
+                f"{where} raises {template} while loading it, so the model does not load{keeps}"
+            )
+            renamed = ".qkv_proj." in (out.message or "") and ".qkv_proj." not in tensor
             code = "dropped-by-architecture" if renamed else "unmapped-scale-name"
             if extra:
                 code = "unloadable-kv-tensor"
             return Routed(unmapped=UnmappedTensor(tensor, file, engine_name, reason, True, code))
-        if got.message_template is None:
-            said = "drops it silently (no log line)"
-        else:
-            said = f"drops it and logs '{got.message_template}'"
-        if not has_params:
+        said = (
+            "drops it silently (no log line)"
+            if template is None
+            else f"drops it and logs '{template}'"
+        )
+        lost = None if extra else self._no_kv_method(tensor, context, loader)
+        if lost is not None:
+            return Routed(unmapped=dataclasses.replace(lost, file=file, engine_name=engine_name))
+        layout = loader.layout
+        module = layout.module_prefix(prefix) if layout is not None else prefix
+        lprefix = layout.loader_prefix(prefix) if layout is not None else prefix
+        if not self._params(context, loader)(f"{module}.{loader.radix[0]}.k_scale"):
             said += "; this layer has no KV-cache scale parameters (no KV method)"
+        elif lprefix != module and layout is not None and layout.loader == "recorded":
+            said += (
+                f"; the loader looks it up under <{_generic(lprefix)}>, where SGLang has no "
+                f"module (the layer is {_generic(module)}.{loader.radix[0]})"
+            )
         reason = f"{where} {said}{keeps}"
         code = "ignored-kv-tensor" if extra else "unmapped-scale-name"
         return Routed(unmapped=UnmappedTensor(tensor, file, engine_name, reason, False, code))
@@ -526,21 +705,34 @@ class SglangEngine(Engine):
     def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
         """The first of ``<prefix>.k_scale``, ``<prefix>.attn.k_scale``,
         ``<prefix>.k_proj.k_scale``, ``<prefix>.<radix>.k_scale`` (v likewise) that the
-        architecture's loader loads into the layer's parameter: ``<prefix>.k_scale`` for
-        Llama (branch 2 of the remap sends it to ``<prefix>.attn.k_scale``; vLLM's canonical
-        ``<prefix>.attn.k_scale`` would be dropped there), the parameter's own name
-        ``<prefix>.attn.k_scale`` for loaders that never remap (Qwen2), ``k_proj.k_scale``
-        for DeepSeek. SGLang has no q or prob parameter."""
+        architecture's loader loads into the layer's parameter, as if the quant config gave
+        the layer a KV method: ``<prefix>.k_scale`` for Llama (branch 2 of the remap sends it
+        to ``<prefix>.attn.k_scale``; vLLM's canonical ``<prefix>.attn.k_scale`` would be
+        dropped there), the parameter's own name ``<prefix>.attn.k_scale`` for loaders that
+        never remap (Qwen2), ``k_proj.k_scale`` for DeepSeek. None where no name loads: SGLang
+        has no q or prob parameter, and an architecture without a KV method
+        (``models.kv_method``) none at all."""
         if kind not in ("k_scale", "v_scale"):
             return None
         loader = _loader(context.shape.architectures)
-        if loader.loader is None or not _RECORDED_PREFIX.match(prefix):
+        if models.kv_method(loader.arch)[0] is models.KvMethod.NO:
+            return None
+        if loader.loader is None and loader.layout is None:
             return f"{prefix}.{kind}"
+        recorded = False
         for tail in _candidates(kind, loader.radix):
-            got = loader.loader.outcome(tail, True)
-            if got is not None and got[0] == "load" and (got[1] or "").endswith("." + kind):
+            routing = self._routing(f"{prefix}.{tail}", context, loader, assume_kv_method=True)
+            if routing is None:
+                continue
+            recorded = True
+            if self._loads_into(routing, loader, kind):
                 return f"{prefix}.{tail}"
-        return None
+        return None if recorded else f"{prefix}.{kind}"
+
+
+def _generic(text: str) -> str:
+    """A message or name with its layer index written ``N`` (one problem per cause)."""
+    return re.sub(r"(?<=layers\.)\d+(?=\.)", "N", text)
 
 
 SGLANG = SglangEngine()
