@@ -12,11 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvscale.cache_formats import CacheFormat
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import (
     attention_prefix,
     convention_of,
     is_kv_scheme_extra,
+    layer_index,
     looks_like_kv_scale,
 )
 from kvscale.engine.base import (
@@ -300,11 +301,16 @@ class SglangEngine(Engine):
         return tuple(out)
 
     def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
+        """The pool's format (``kv_dtypes.cache_format``), MLA's latent row, and KV sharing:
+        the layer whose cache a sharing layer reads (``models.kv_shared_source``)."""
         latent = shape.latent_width is not None
+        index = layer_index(name)
+        source = None if index is None else models.kv_shared_source(shape, index)
         return LayerCache(
             settings.kv_cache_dtype,
             kv_dtypes.cache_format(settings.kv_cache_dtype, settings.platform, latent=latent),
             latent,
+            shared_from=None if source is None else _with_index(name, source),
         )
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
@@ -639,10 +645,16 @@ class SglangEngine(Engine):
                 )
             )
         if settings.engine_path is EnginePath.BASE and settings.refusal is None:
+            # MHA pools only: a latent cache has its own paths (_mla_backend_problems), and an
+            # FP4 / MXFP8 pool its own writer (_nvfp4_problems, scales-in-cache).
             scaled = [
                 layer
                 for layer in layers
-                if layer.rule is not Rule.ERROR and layer.used_from_checkpoint
+                if layer.rule is not Rule.ERROR
+                and layer.used_from_checkpoint
+                and layer.cache is not None
+                and not layer.cache.latent
+                and layer.cache.scale_use in (ScaleUse.DIVISOR, ScaleUse.NONE)
             ]
             found = backends.backend_problem(
                 settings.attention_backend, settings.kv_cache_dtype, settings.uses_kv_scales
@@ -650,6 +662,10 @@ class SglangEngine(Engine):
             if found is not None and scaled:
                 code, message = found
                 out.append(problem(code, message))
+        out.extend(_kv_method_problems(layers, settings))
+        out.extend(_mla_backend_problems(layers, settings))
+        out.extend(_shared_cache_problems(layers))
+        out.extend(_nvfp4_problems(layers, settings))
         if settings.kv_cache_dtype == "fp8_e4m3" and quant.engine_path is EnginePath.BASE:
             loaded = sum(1 for layer in layers if layer.used_from_checkpoint)
             if loaded:
@@ -688,13 +704,18 @@ class SglangEngine(Engine):
         division in the model dtype by the model-dtype value of the scale, then torch's cast
         (``cache_write.py``; the pinned torch 2.14.1 saturates e4m3fn)."""
 
+        # verify names the fnuz pool fp8_e4m3fnuz: on gfx94x both of SGLang's fp8 dtypes
+        # allocate it (kv_cache_dtype.py:60-71).
+        fnuz = kv_cache_dtype == "fp8_e4m3fnuz"
+        pool_dtype = "fp8_e4m3" if fnuz else kv_cache_dtype
+
         def write(x: Any, scale: Any) -> Any:
             from kvscale.engine.sglang.cache_write import sglang_cache_write, sglang_pool_format
 
-            pool = sglang_pool_format(kv_cache_dtype)
+            pool = sglang_pool_format(pool_dtype, rocm_fnuz=fnuz)
             return sglang_cache_write(x, scale.reshape(-1)[:1], pool).bits
 
-        stored = "fp8_e5m2" if kv_cache_dtype == "fp8_e5m2" else "fp8_e4m3"
+        stored = kv_cache_dtype if kv_cache_dtype in ("fp8_e5m2", "fp8_e4m3fnuz") else "fp8_e4m3"
         return CacheWrite(
             "SGLang 0.5.23 set_kv_buffer",
             stored,
@@ -728,6 +749,209 @@ class SglangEngine(Engine):
             if self._loads_into(routing, loader, kind):
                 return f"{prefix}.{tail}"
         return None if recorded else f"{prefix}.{kind}"
+
+
+def _kv_method_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:
+    """Layers that load checkpoint scales in an architecture kvscale cannot tell gets a KV
+    method (``architectures.KV_METHOD_UNKNOWN``): the values are what it holds if it does."""
+    verdict, why = models.kv_method(settings.architecture)
+    loaded = [layer.name for layer in layers if layer.used_from_checkpoint]
+    if verdict is not models.KvMethod.UNKNOWN or not loaded:
+        return []
+    return [
+        problem(
+            "scales-not-loaded",
+            f"kvscale cannot tell whether SGLang's {settings.architecture} builds its "
+            f"RadixAttention with quant_config ({why}): the values shown for {len(loaded)} "
+            f"layers ({_names(loaded)}) are what they hold if it does; if it does not, the "
+            "layers have no KV-cache quant method, every scale name is dropped and the cache "
+            "runs at 1.0",
+            severity=Severity.WARNING,
+            layers=tuple(loaded),
+        )
+    ]
+
+
+def _scalar(value: object) -> float:
+    return value if isinstance(value, float) else 1.0
+
+
+def _mla_backend_problems(
+    layers: Sequence[ResolvedLayer], settings: EngineSettings
+) -> list[Problem]:
+    """What each attention backend does with an MLA layer's checkpoint scales
+    (``backends.mla_path``): for the backend named with --attention-backend, else every
+    path where it matters."""
+    latent = [
+        layer
+        for layer in layers
+        if layer.cache is not None
+        and layer.cache.latent
+        and layer.rule is not Rule.ERROR
+        and layer.used_from_checkpoint
+        and layer.cache.scale_use is not ScaleUse.IN_CACHE
+    ]
+    if not latent or settings.refusal is not None:
+        return []
+    dtype = latent[0].cache.kv_cache_dtype if latent[0].cache else settings.kv_cache_dtype
+    chosen = settings.attention_backend
+    names_ = [chosen] if chosen is not None else list(backends.ATTENTION_BACKENDS)
+    found: dict[str, tuple[backends.MlaPath, list[str]]] = {}
+    for backend in names_:
+        for layer in latent:
+            path = backends.mla_path(backend, dtype, _scalar(layer.k_scale), _scalar(layer.v_scale))
+            if path is None or path.severity is None:
+                continue
+            found.setdefault(backend, (path, []))[1].append(layer.name)
+    if chosen is not None:
+        return [
+            problem(
+                path.code,
+                f"{len(members)} MLA layers ({_names(members)}): {path.text}",
+                severity=path.severity,
+                layers=tuple(members),
+            )
+            for path, members in found.values()
+        ]
+    if not found:
+        return []
+    example = latent[0]
+    parts = [f"{path.text} ({len(members)} layers)" for path, members in found.values()]
+    return [
+        problem(
+            "scales-ignored-by-backend",
+            f"{len(latent)} MLA layers load checkpoint scales (e.g. {example.name}: k "
+            f"{_scalar(example.k_scale)!r}, v {_scalar(example.v_scale)!r}) that SGLang's MLA "
+            "backends apply differently; pass --attention-backend for the one you serve with: "
+            + "; ".join(parts),
+            layers=tuple(layer.name for layer in latent),
+        )
+    ]
+
+
+def _shared_cache_problems(layers: Sequence[ResolvedLayer]) -> list[Problem]:
+    """KV sharing (``LayerCache.shared_from``): a sharing layer's RadixAttention reads its
+    source's cache with its own scales (its own KV method loads its own names), while the
+    cache was written with the source's (gemma4_causal.py:427-440: layer_id = the source's,
+    save_kv_cache=False at :540). An NVFP4 pool has one global scale per cache slot, which
+    load_scales_from_model sets from the last decoder layer holding that layer_id
+    (fp4_kv_cache_quant_method.py:532-562): the source's own scale is replaced."""
+    by_name = {layer.name: layer for layer in layers}
+    fp8: list[str] = []
+    fp4: list[str] = []
+    details: list[str] = []
+    for layer in layers:
+        cache = layer.cache
+        source = by_name.get(cache.shared_from) if cache and cache.shared_from else None
+        if cache is None or source is None or Rule.ERROR in (layer.rule, source.rule):
+            continue
+        theirs = (_scalar(source.k_scale), _scalar(source.v_scale))
+        ours = (_scalar(layer.k_scale), _scalar(layer.v_scale))
+        if ours == theirs:
+            continue
+        if cache.scale_use is ScaleUse.DIVISOR:
+            fp8.append(layer.name)
+            details.append(
+                f"{layer.name} reads {source.name}'s cache, written with k {theirs[0]!r} / v "
+                f"{theirs[1]!r}, with its own k {ours[0]!r} / v {ours[1]!r}"
+            )
+        elif cache.scale_use is ScaleUse.GLOBAL_SCALE:
+            fp4.append(source.name)
+    out: list[Problem] = []
+    if fp8:
+        out.append(
+            problem(
+                "shared-cache-scale-mismatch",
+                f"{len(fp8)} KV-sharing layers dequantize another layer's cache with their own "
+                f"scales: {'; '.join(details[:MAX_NAMED])}"
+                + (f" and {len(details) - MAX_NAMED} more" if len(details) > MAX_NAMED else "")
+                + ": attention is off by the ratio",
+                layers=tuple(fp8),
+            )
+        )
+    if fp4:
+        out.append(
+            problem(
+                "shared-cache-scale-mismatch",
+                f"the NVFP4 cache slots of {_names(fp4)} get the global scale of the last layer "
+                "that shares them (load_scales_from_model goes by layer_id), not their own "
+                "calibrated one",
+                severity=Severity.WARNING,
+                layers=tuple(fp4),
+            )
+        )
+    return out
+
+
+def _nvfp4_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:
+    """NVFP4 on MHA layers (``kv_cache_dtypes.nvfp4_global_scale``): the global scale SGLang
+    derives from each layer's k/v per GPU, and layers load_scales_from_model never finds."""
+    nvfp4 = [
+        layer
+        for layer in layers
+        if layer.cache is not None
+        and layer.cache.format.name == "nvfp4"
+        and layer.rule is not Rule.ERROR
+    ]
+    if not nvfp4 or settings.refusal is not None:
+        return []
+    out: list[Problem] = []
+    missed = [
+        layer.name
+        for layer in nvfp4
+        if layer.used_from_checkpoint and not models.NVFP4_SEARCHED.search(layer.name)
+    ]
+    if missed:
+        out.append(
+            problem(
+                "scales-not-loaded",
+                "NVFP4KVCacheMethod.load_scales_from_model looks for each decoder layer's "
+                "RadixAttention at self_attn.attn, self_attn.attn_mqa, attn or attention.attn "
+                "(fp4_kv_cache_quant_method.py:498-507); "
+                f"{len(missed)} layers ({_names(missed)}) sit elsewhere, so their NVFP4 global "
+                "scales stay 1.0 although the layers hold checkpoint k/v scales",
+                layers=tuple(missed),
+            )
+        )
+    found = [
+        layer
+        for layer in nvfp4
+        if models.NVFP4_SEARCHED.search(layer.name)
+        and (_scalar(layer.k_scale) != 1.0 or _scalar(layer.v_scale) != 1.0)
+    ]
+    arch = settings.gpu_arch
+    if not found or (arch is not None and arch not in kv_dtypes.E2M1_SCALED_ARCHS):
+        return out
+    example = found[0]
+    k, v = _scalar(example.k_scale), _scalar(example.v_scale)
+    scaled = kv_dtypes.nvfp4_global_scale
+    on = arch or "/".join(sorted(kv_dtypes.E2M1_SCALED_ARCHS))
+    reading = (
+        f"on {on} SGLang multiplies each layer's k/v scale by 6 (E2M1_MAX) when it is not 1.0 "
+        f"and uses the product as the NVFP4 global scale of the cache write and the attention "
+        f"BMMs (e.g. {example.name}: k {k!r} -> {scaled(k, 'sm100')!r}, v {v!r} -> "
+        f"{scaled(v, 'sm100')!r})"
+    )
+    if arch is None:
+        reading += (
+            "; on the other GPUs (sm90, sm120, sm121) it uses them unchanged; pass --gpu-arch "
+            "for one reading"
+        )
+    out.append(
+        problem(
+            "global-scale-derived",
+            f"{len(found)} NVFP4 layers: {reading} (fp4_kv_cache_quant_method.py:557-560; a "
+            "backend that hands layer.k_scale to the write instead of none, unlike flashinfer "
+            "and trtllm_mha, quantizes with the unscaled value)",
+            layers=tuple(layer.name for layer in found),
+        )
+    )
+    return out
+
+
+def _with_index(name: str, index: int) -> str:
+    """``name`` with its ``.layers.N.`` set to ``index``."""
+    return re.sub(r"(?<=\.layers\.)\d+(?=\.)", str(index), name, count=1)
 
 
 def _generic(text: str) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kvscale.engine.sglang import architectures, names
+from kvscale.model_config import ModelShape
 
 
 class KvMethod(str, Enum):
@@ -326,3 +327,27 @@ NVFP4_SEARCHED = re.compile(
 RadixAttention (fp4_kv_cache_quant_method.py:498-507): ``self_attn.attn``, else
 ``self_attn.attn_mqa``, else ``attn``, else ``attention.attn``; any other (NemotronH's
 ``mixer.attn``) keeps the 1.0 it was created with."""
+
+
+def kv_shared_source(shape: ModelShape, index: int) -> int | None:
+    """The layer whose KV cache layer ``index`` reads (its RadixAttention's ``layer_id``), or
+    None when it writes its own. The last ``num_kv_shared_layers`` share: Gemma-4 reads the
+    last earlier layer of its own type (``gemma4_causal.py:397-415``; executed), Gemma-3n the
+    last sliding (``first - 2``) or full (``first - 1``) one (``gemma3n_causal.py:373-385``;
+    code reading). ``config.layer_types`` is what both read."""
+    shared = shape.num_kv_shared_layers
+    types = shape.hf_layer_types
+    model = shape.model_type or ""
+    if not shared or not shape.num_hidden_layers or types is None:
+        return None
+    first = shape.num_hidden_layers - shared
+    if index < first or index >= len(types) or first <= 0:
+        return None
+    if model.startswith("gemma4"):
+        earlier = list(types[:first])
+        if types[index] not in earlier:
+            return None  # SGLang raises ValueError building the model (gemma4_causal.py:407)
+        return len(earlier) - 1 - earlier[::-1].index(types[index])
+    if model.startswith("gemma3n"):
+        return first - 2 if types[index] == "sliding_attention" else first - 1
+    return None
