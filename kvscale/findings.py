@@ -555,6 +555,7 @@ def _cache_problems(
         for lay in layers
         if lay.cache is not None
         and lay.cache.latent
+        and not lay.cache.reads_v_scale
         and lay.cache.scale_use.reads_checkpoint
         and "v_scale" in lay.sources
     ]

@@ -209,6 +209,9 @@ class LayerCache:
     shared_from: str | None = None
     """KV sharing (Gemma-4's last ``num_kv_shared_layers``): the layer whose cache this layer
     reads instead of writing its own."""
+    reads_v_scale: bool = False
+    """MLA: an attention backend that may serve the layer reads V (the latent again) with
+    ``v_scale`` (SGLang's triton), so the v scale is not unused."""
 
     @property
     def scale_use(self) -> ScaleUse:
@@ -224,6 +227,8 @@ class LayerCache:
         }
         if self.shared_from is not None:
             doc["shared_from"] = self.shared_from
+        if self.reads_v_scale:
+            doc["reads_v_scale"] = True
         return doc
 
 

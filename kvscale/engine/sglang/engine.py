@@ -311,6 +311,9 @@ class SglangEngine(Engine):
             kv_dtypes.cache_format(settings.kv_cache_dtype, settings.platform, latent=latent),
             latent,
             shared_from=None if source is None else _with_index(name, source),
+            # triton multiplies V, the latent again, by v_scale_float (triton_backend.py:2370);
+            # the other MLA backends never read it.
+            reads_v_scale=latent and settings.attention_backend in (None, "triton"),
         )
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
@@ -541,11 +544,13 @@ class SglangEngine(Engine):
         kind = _kv_kind(tensor)
         split_tail = tensor[len(prefix) + 1 :]
         keeps = self._kept(prefix, split_tail, kind, context, loader) if kind else ""
+        if out.why:
+            keeps = f" ({out.why}){keeps}"
         if out.kind == "raise":
             reason = (
                 f"{where} raises {template} while loading it, so the model does not load{keeps}"
             )
-            renamed = ".qkv_proj." in (out.message or "") and ".qkv_proj." not in tensor
+            renamed = "qkv_proj." in (out.message or "") and "qkv_proj." not in tensor
             code = "dropped-by-architecture" if renamed else "unmapped-scale-name"
             if extra:
                 code = "unloadable-kv-tensor"
@@ -816,7 +821,10 @@ def _mla_backend_problems(
     if not found:
         return []
     example = latent[0]
-    parts = [f"{path.text} ({len(members)} layers)" for path, members in found.values()]
+    parts = [
+        path.text + (f" ({len(members)} layers)" if len(members) != len(latent) else "")
+        for path, members in found.values()
+    ]
     return [
         problem(
             "scales-ignored-by-backend",

@@ -63,6 +63,8 @@ class Outcome:
     template: str | None = None
     """The message with ``<prefix>`` / ``<name>`` for the tensor's parts (one problem per
     cause); None: the message itself."""
+    why: str | None = None
+    """Why, where the message does not say it (a silent drop)."""
 
 
 Params = Callable[[str], bool]
@@ -89,7 +91,11 @@ def deepseek(name: str, params: Params, q_lora_rank: int | None) -> Outcome:
     first ``k_proj`` / ``v_proj`` replaced by ``attn_mqa`` (k tested first, :516-524); still
     absent: "<name> not found in params_dict." and dropped (:532)."""
     if q_lora_rank is not None and ("q_a_proj" in name or "kv_a_proj_with_mqa" in name):
-        return Outcome("drop", name, None)
+        why = (
+            "with q_lora_rank set it waits to be fused with its q_a_proj / kv_a_proj_with_mqa "
+            "partner into fused_qkv_a_proj_with_mqa and, alone, never loads"
+        )
+        return Outcome("drop", name, None, why=why)
     if ("k_scale" in name or "v_scale" in name) and not params(name):
         for scale in ("k_scale", "v_scale"):
             if scale in name:
@@ -124,7 +130,9 @@ def falcon_h1(name: str, params: Params) -> Outcome:
             name = name.replace(weight, param)
             if params(name):
                 return Outcome("load", name, None)
-    return _lookup(name, params, "raises")
+    out = _lookup(name, params, "raises")
+    why = "its attention has no KV method, so no scale name is a parameter: remove them"
+    return Outcome(out.kind, out.target, out.message, why=why)
 
 
 def mllama4(name: str, params: Params) -> Outcome:
@@ -321,7 +329,7 @@ def layout(arch: str | None) -> Layout | None:
 
 
 NVFP4_SEARCHED = re.compile(
-    r"\.layers\.\d+\.(?:self_attn\.attn|self_attn\.attn_mqa|attn|attention\.attn)$"
+    r"(?:^|\.)layers\.\d+\.(?:self_attn\.attn|self_attn\.attn_mqa|attn|attention\.attn)$"
 )
 """Where ``NVFP4KVCacheMethod.load_scales_from_model`` looks for each decoder layer's
 RadixAttention (fp4_kv_cache_quant_method.py:498-507): ``self_attn.attn``, else
