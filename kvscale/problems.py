@@ -387,7 +387,8 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "and reads the cache with different scales (an error: attention is off by the scale), "
         "or ignores them on both sides (the cache runs at 1.0). SGLang's MLA backends differ "
         "(flashinfer and fa3 ignore them; flashmla, trtllm_mla and cutedsl_mla multiply the "
-        "scores by k; triton reads V with v but writes it divided by k).",
+        "scores by k; triton writes a prompt unscaled and decode steps divided by k, and reads "
+        "all of it with k and v).",
         "Use another attention backend, or a KV-cache dtype the backend applies scales to.",
     ),
     ProblemCode(

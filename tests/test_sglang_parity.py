@@ -18,9 +18,12 @@ path (``quant_param_json`` cases; ``normalize --format sglang-json`` writes that
 Architectures other than Llama (group ``sgl-arch``) run their own ``load_weights``; kvscale
 reads what each does from ``kvscale/engine/sglang/architectures.py``, rendered from the
 evidence tests/parity/sglang_architectures.py derives from SGLang's source (both checked by
-tests/parity/test_tables.py). SGLang's RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its
-``attn_mha`` companion, recorded apart, keeps the 1.0 default); kvscale calls the layer
-``self_attn.attn`` like every other.
+tests/parity/test_tables.py), and the per-model rules of kvscale/engine/sglang/models.py
+(architectures without a KV method, module layouts, hand-mirrored loaders). SGLang's
+RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its ``attn_mha`` companion, recorded
+apart, keeps the 1.0 default); kvscale calls the layer ``self_attn.attn`` like every other, and
+names every other layer as SGLang's module path (NemotronH ``model.layers.N.mixer``,
+multimodal ``language_model.model.layers.N``, Falcon-H1 ``model.layers.N``).
 """
 
 from __future__ import annotations

@@ -106,14 +106,16 @@ def mla_path(backend: str, kv_cache_dtype: str, k: float, v: float) -> MlaPath |
     if backend == "triton":
         text = (
             "triton divides the latent by k_scale in the model dtype before the unscaled write "
-            "(triton_backend.py:2329) and reads K with k_scale_float and V, the same latent, with "
-            "v_scale_float (:2369-2370)"
+            "of a decode step (triton_backend.py:2329) and reads every token's K with "
+            "k_scale_float and V, the same latent, with v_scale_float (:2369-2370), but a "
+            "prompt without a cached prefix goes to the MHA path, whose write takes no scale "
+            "(attention_backend_handler.py:247-251, forward_mha.py:596-610)"
         )
-        if v != k:
+        if k != 1.0 or v != 1.0:
             return MlaPath(
                 backend,
-                text + f": V is written / {k!r} and read x {v!r}, so values are off by "
-                f"{v / k if k else float('inf'):.6g}x; write v_scale = k_scale",
+                text + f": prompt tokens are read with scores x {k!r} and values x {v!r}, "
+                f"decode tokens with values x {v / k if k else float('inf'):.6g}",
                 Severity.ERROR,
             )
         return MlaPath(backend, text, None)

@@ -31,13 +31,15 @@ def test_flashinfer_and_fa3_ignore_the_scale_on_both_sides() -> None:
     )
 
 
-def test_triton_is_consistent_for_k_and_reads_v_with_v() -> None:
-    assert _effect("triton", "fp8_e4m3", v=K)[0] is None
+def test_triton_reads_prompt_tokens_written_unscaled() -> None:
+    assert _effect("triton", "fp8_e4m3", k=1.0, v=1.0)[0] is None
+    for k, v in ((K, K), (K, V), (1.0, V)):
+        assert _effect("triton", "fp8_e4m3", k=k, v=v)[0] is Severity.ERROR
     path = B.mla_path("triton", "auto", K, V)  # divides whatever the pool
     assert path is not None and path.severity is Severity.ERROR
     assert path.text.endswith(
-        ": V is written / 0.0234375 and read x 0.015625, so values are off by 0.666667x; write "
-        "v_scale = k_scale"
+        "(attention_backend_handler.py:247-251, forward_mha.py:596-610): prompt tokens are read "
+        "with scores x 0.0234375 and values x 0.015625, decode tokens with values x 0.666667"
     )
 
 
