@@ -155,15 +155,6 @@ class _Loader:
     """Where its modules sit and which hand-mirrored loader applies (``models.LAYOUTS``)."""
 
 
-_SITES = {
-    "FalconH1ForCausalLM": "falcon_h1.py:504",
-    "MiniCPM3ForCausalLM": "minicpm3.py:446",
-    "MistralLarge3ForCausalLM": "mistral_large_3.py:47",
-    "Llama4ForConditionalGeneration": "mllama4.py:640",
-}
-"""load_weights of the hand-mirrored loaders the probe could not run (``NOT_PROBED``)."""
-
-
 @functools.cache
 def _loader(architectures_: tuple[str, ...]) -> _Loader:
     """``ModelRegistry.resolve_model_cls`` (srt/models/registry.py): the first architecture of
@@ -181,7 +172,7 @@ def _loader(architectures_: tuple[str, ...]) -> _Loader:
                 return _Loader(arch, None, radix, site=found.site)
             return _Loader(arch, cls, radix, site=found.site, layout=layout)
         if layout is not None:
-            return _Loader(arch, None, radix, site=_SITES.get(arch, ""), layout=layout)
+            return _Loader(arch, None, radix, site=layout.site, layout=layout)
         if arch in architectures.NOT_PROBED:
             return _Loader(
                 arch,
@@ -224,8 +215,6 @@ class _Routing:
     outcome: models.Outcome
     prefix: str
     """The tensor's checkpoint attention prefix."""
-    looked_up: str
-    """The name as the loader holds it (after its own renames), for messages."""
 
 
 class SglangEngine(Engine):
@@ -422,15 +411,15 @@ class SglangEngine(Engine):
         q_lora = context.shape.q_lora_rank
         hand = layout.loader if layout is not None else "recorded"
         if hand == "deepseek":
-            return _Routing(models.deepseek(tensor, params, q_lora), prefix, tensor)
+            return _Routing(models.deepseek(tensor, params, q_lora), prefix)
         if hand == "minicpm3":
-            return _Routing(models.minicpm3(tensor, params), prefix, tensor)
+            return _Routing(models.minicpm3(tensor, params), prefix)
         if hand == "falcon_h1":
-            return _Routing(models.falcon_h1(tensor, params), prefix, tensor)
+            return _Routing(models.falcon_h1(tensor, params), prefix)
         if hand == "mllama4":
-            return _Routing(models.mllama4(tensor, params), prefix, tensor)
+            return _Routing(models.mllama4(tensor, params), prefix)
         if hand == "mistral_large_3":
-            return _Routing(models.mistral_large_3(tensor, params, q_lora), prefix, tensor)
+            return _Routing(models.mistral_large_3(tensor, params, q_lora), prefix)
         cls = loader.loader
         for substring, arch in layout.recorded_for if layout is not None else ():
             if substring in tensor:
@@ -443,13 +432,13 @@ class SglangEngine(Engine):
         recorded = architectures.ARCHITECTURES.get(loader.arch or "")
         mla = architectures.MLA_RADIX.get(loader.arch or "")
         if mla is not None and recorded is not None and mla not in recorded.radix:
-            return _Routing(models.mla_recorded(looked, mla, cls, params), prefix, looked)
+            return _Routing(models.mla_recorded(looked, mla, cls, params), prefix)
         has_params = params(f"{lprefix}.{loader.radix[0]}.k_scale")
         got = names.route_recorded(cls, architectures.MESSAGES, tail, lprefix, looked, has_params)
         if got is None:
             return None
         outcome = models.Outcome(got.kind, got.target, got.message, got.message_template)
-        return _Routing(outcome, prefix, looked)
+        return _Routing(outcome, prefix)
 
     def _loads_into(self, routing: _Routing, loader: _Loader, kind: str | None = None) -> bool:
         """The tensor loads into the layer's cache scale (its KV RadixAttention's k or v)."""
@@ -505,7 +494,7 @@ class SglangEngine(Engine):
             "scale name and the cache runs at 1.0"
         )
         return UnmappedTensor(
-            tensor, "", tensor, reason, False, "scales-not-loaded", Severity.ERROR
+            tensor, "", tensor, _noted(reason, loader), False, "scales-not-loaded", Severity.ERROR
         )
 
     def _routed(
@@ -746,6 +735,10 @@ class SglangEngine(Engine):
         if loader.loader is None and loader.layout is None:
             return f"{prefix}.{kind}"
         recorded = False
+        # the prefix is an attention layer of the checkpoint, whatever showed it
+        context = dataclasses.replace(
+            context, attention_prefixes=context.attention_prefixes | {prefix}
+        )
         for tail in _candidates(kind, loader.radix):
             routing = self._routing(f"{prefix}.{tail}", context, loader, assume_kv_method=True)
             if routing is None:

@@ -117,11 +117,11 @@ _FALCON_H1_STACKED = (("q_proj", "qkv_proj"), ("k_proj", "qkv_proj"), ("v_proj",
 
 
 def falcon_h1(name: str, params: Params) -> Outcome:
-    """``FalconH1ForCausalLM.load_weights`` (falcon_h1.py:504-553): ``.self_attn`` is removed
-    from the name (:522), then every stacked rename applies in turn while the result is no
-    parameter (:527-544: ``continue``, not ``break``, so ``k_proj`` -> ``qkv_proj`` and its
+    """``FalconH1ForCausalLM.load_weights`` (falcon_h1.py:504-556): ``.self_attn`` is removed
+    from the name (:522-523), then every stacked rename applies in turn while the result is no
+    parameter (:528-544: ``continue``, not ``break``, so ``k_proj`` -> ``qkv_proj`` and its
     ``v_proj`` -> ``qkv_proj`` again: ``qkqkv_proj``), and the last lookup is unchecked
-    (:549): a scale name raises KeyError (the attention has no KV method, so no scale is a
+    (:552): a scale name raises KeyError (the attention has no KV method, so no scale is a
     parameter)."""
     if ".self_attn." in name:
         name = name.replace(".self_attn", "")
@@ -139,7 +139,7 @@ def mllama4(name: str, params: Params) -> Outcome:
     """``Llama4ForConditionalGeneration.load_weights`` (mllama4.py:640-704) on a language
     model name: ``language_model.`` is prefixed unless present (:714-721); a name holding
     "scale" goes through ``maybe_remap_kv_scale_name`` and, when the remap changes it (a
-    drop included), is taken as handled without loading (:723-728: Quark's output_scale
+    drop included), is taken as handled without loading (:724-729: Quark's output_scale
     names vanish silently); q/k/v_proj names then go to ``qkv_proj`` and the default path,
     both with an unchecked ``params_dict[...]`` (:740-746, :967)."""
     if not name.startswith("language_model."):
@@ -158,7 +158,7 @@ def mllama4(name: str, params: Params) -> Outcome:
 
 _MISTRAL_LARGE_3_ATTENTION = (
     # MistralLarge3ForCausalLM.remapping (mistral_large_3.py:14-25), the attention entries; a
-    # name matches one fully or is skipped with "Unrecognized weight" (:57-63).
+    # name matches one fully or is skipped with "Unrecognized weight" (:55-63).
     (r"layers\.(\d+)\.attention\.wq\.(\w+)", r"model.layers.\1.self_attn.q_proj.\2"),
     (r"layers\.(\d+)\.attention\.wq_a\.(\w+)", r"model.layers.\1.self_attn.q_a_proj.\2"),
     (r"layers\.(\d+)\.attention\.wq_b\.(\w+)", r"model.layers.\1.self_attn.q_b_proj.\2"),
@@ -184,7 +184,7 @@ _MISTRAL_LARGE_3_ATTENTION = (
 
 
 def mistral_large_3(name: str, params: Params, q_lora_rank: int | None) -> Outcome:
-    """``MistralLarge3ForCausalLM._iterable_remap_mistral_to_ds`` (mistral_large_3.py:48-72),
+    """``MistralLarge3ForCausalLM._iterable_remap_mistral_to_ds`` (mistral_large_3.py:49-76),
     then DeepSeek's loader: its FP8 scales become vLLM's ``mla_attn.mla_attn.*_scale``, which
     no SGLang module has; any name outside the table is skipped."""
     for pattern, repl in _MISTRAL_LARGE_3_ATTENTION:
@@ -231,6 +231,9 @@ class Layout:
     ``Gemma3ForCausalLM.load_weights``, gemma3_mm.py:485-491)."""
     extra_scales: re.Pattern[str] | None = None
     """KV-scale tensor names of this model's own format that no producer convention covers."""
+    site: str = ""
+    """file:line (under ``srt/models/``) of the ``load_weights`` of a model the probe could
+    not run (the recorded table gives the others')."""
 
     def module_prefix(self, prefix: str) -> str:
         return _rename(prefix, self.modules)
@@ -274,6 +277,7 @@ LAYOUTS: dict[str, Layout] = {
         re.compile(r"^(?P<prefix>model\.layers\.\d+(?:\.self_attn)?)\.(?P<tail>.+)$"),
         modules=((r"^(.*\.layers\.\d+)\.self_attn$", r"\1"),),
         loader="falcon_h1",
+        site="falcon_h1.py:504",
     ),
     "Gemma3ForConditionalGeneration": Layout(
         re.compile(
@@ -290,19 +294,21 @@ LAYOUTS: dict[str, Layout] = {
         ),
         modules=_LANGUAGE_MODEL,
         loader="mllama4",
+        site="mllama4.py:640",
     ),
     # kimi_vl.py: self.language_model = DeepseekV2ForCausalLM(prefix="language_model").
     "KimiVLForConditionalGeneration": Layout(
         re.compile(r"^(?P<prefix>language_model\.model\.layers\.\d+\.self_attn)\.(?P<tail>.+)$"),
         modules=_LANGUAGE_MODEL,
     ),
-    "MiniCPM3ForCausalLM": Layout(_MODEL_LAYERS, loader="minicpm3"),
+    "MiniCPM3ForCausalLM": Layout(_MODEL_LAYERS, loader="minicpm3", site="minicpm3.py:446"),
     # mistral_large_3.py:12: a DeepseekV3ForCausalLM over Mistral-format names.
     "MistralLarge3ForCausalLM": Layout(
         re.compile(r"^(?P<prefix>layers\.\d+\.attention)\.(?P<tail>.+)$"),
         modules=((r"^layers\.(\d+)\.attention$", r"model.layers.\1.self_attn"),),
         loader="mistral_large_3",
         extra_scales=re.compile(r"\.[kqv]_fake_quantizer\.qscale_act$"),
+        site="mistral_large_3.py:46",
     ),
 }
 """Hand-mirrored layouts, by architecture; the DeepSeek loader group (``DEEPSEEK_LOADER``)
