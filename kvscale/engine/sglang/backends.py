@@ -70,6 +70,23 @@ def backend_problem(
     return None
 
 
+def model_kind_refusal(backend: str | None, mla: bool) -> str | None:
+    """SGLang's refusal at start of a backend built for the other kind of model
+    (``layers/attention/attention_registry.py``), or None."""
+    if backend in ("trtllm_mla", "cutedsl_mla") and not mla:
+        line = "96-97" if backend == "trtllm_mla" else "120-121"
+        return (
+            f"ValueError: {backend} backend can only be used with MLA models. "
+            f"(attention_registry.py:{line})"
+        )
+    if backend == "trtllm_mha" and mla:
+        return (
+            "ValueError: trtllm_mha backend can only be used with non-MLA models. "
+            "(attention_registry.py:279-280)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class MlaPath:
     """What one attention backend does with an MLA layer's k/v scales."""

@@ -656,6 +656,17 @@ class SglangEngine(Engine):
             if found is not None and scaled:
                 code, message = found
                 out.append(problem(code, message))
+        mla = any(layer.cache is not None and layer.cache.latent for layer in layers)
+        refused = backends.model_kind_refusal(settings.attention_backend, mla)
+        if refused is not None and layers:
+            out.append(
+                problem(
+                    "backend-unsupported-dtype",
+                    f"--attention-backend {settings.attention_backend} cannot run this "
+                    f"{'MLA' if mla else 'non-MLA'} model: SGLang refuses to start, '{refused}'",
+                    layers=tuple(layer.name for layer in layers),
+                )
+            )
         out.extend(_kv_method_problems(layers, settings))
         out.extend(_mla_backend_problems(layers, settings))
         out.extend(_shared_cache_problems(layers))

@@ -83,3 +83,18 @@ def test_mha_backend_problems() -> None:
     found = B.backend_problem("trtllm_mha", "fp8_e5m2", True)
     assert found is not None and found[0] == "scales-ignored-by-backend"
     assert B.backend_problem("flashmla", "fp8_e4m3", True) is None  # MLA only: mla_path
+
+
+def test_backends_for_the_other_kind_of_model() -> None:
+    assert B.model_kind_refusal("trtllm_mla", mla=False) == (
+        "ValueError: trtllm_mla backend can only be used with MLA models. "
+        "(attention_registry.py:96-97)"
+    )
+    assert B.model_kind_refusal("cutedsl_mla", mla=False) is not None
+    assert B.model_kind_refusal("trtllm_mha", mla=True) == (
+        "ValueError: trtllm_mha backend can only be used with non-MLA models. "
+        "(attention_registry.py:279-280)"
+    )
+    assert B.model_kind_refusal("trtllm_mla", mla=True) is None
+    assert B.model_kind_refusal("flashinfer", mla=True) is None
+    assert B.model_kind_refusal(None, mla=False) is None

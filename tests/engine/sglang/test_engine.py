@@ -225,6 +225,14 @@ def test_mla_backends(tmp_path: Path) -> None:
         d, engine="sglang", kv_cache_dtype="fp8_e5m2", attention_backend="trtllm_mla"
     )
     assert _codes(refused)["backend-unsupported-dtype"].severity is Severity.ERROR
+    mha = kvscale.inspect(
+        d, engine="sglang", kv_cache_dtype="fp8_e4m3", attention_backend="trtllm_mha"
+    )
+    assert _codes(mha)["backend-unsupported-dtype"].message == (
+        "--attention-backend trtllm_mha cannot run this MLA model: SGLang refuses to start, "
+        "'ValueError: trtllm_mha backend can only be used with non-MLA models. "
+        "(attention_registry.py:279-280)'"
+    )
     # an FP4 pool on MLA reads no checkpoint scale at all
     fp4 = kvscale.inspect(d, engine="sglang", kv_cache_dtype="nvfp4")
     assert "scales-ignored-by-backend" not in _codes(fp4) and "scales-in-cache" in _codes(fp4)
