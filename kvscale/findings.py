@@ -335,6 +335,7 @@ def unmapped_problems(
     groups: dict[tuple[str, str, bool], list[UnmappedTensor]] = defaultdict(list)
     for item in unmapped:
         groups[(item.code, item.reason, item.fails)].append(item)
+    severities = {(u.code, u.reason, u.fails): u.severity for u in unmapped if u.severity}
     refused_layers: dict[int, list[str]] = defaultdict(list)
     for name, culprit in refused_by.items():
         refused_layers[id(culprit)].append(name)
@@ -376,7 +377,9 @@ def unmapped_problems(
                 code,
                 head,
                 layers[0] if len(layers) == 1 else None,
-                severity=Severity.ERROR if fails else Severity.WARNING,
+                severity=severities.get(
+                    (code, reason, fails), Severity.ERROR if fails else Severity.WARNING
+                ),
                 layers=layers,
             )
         )
@@ -553,6 +556,7 @@ def _cache_problems(
         for lay in layers
         if lay.cache is not None
         and lay.cache.latent
+        and not lay.cache.reads_v_scale
         and lay.cache.scale_use.reads_checkpoint
         and "v_scale" in lay.sources
     ]

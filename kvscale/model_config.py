@@ -61,6 +61,12 @@ class ModelShape:
     """MLA (DeepSeek-V2/V3 style): the width of the compressed latent ``kv_c`` the cache holds."""
     qk_rope_head_dim: int | None = None
     """MLA: the width of the RoPE part ``k_pe`` cached beside the latent."""
+    q_lora_rank: int | None = None
+    """MLA: the rank of the query's low-rank projection (``q_a_proj``); None when the query is
+    projected directly (DeepSeek-V2-Lite), where the engine's loader fuses nothing."""
+    num_kv_shared_layers: int | None = None
+    """KV sharing (Gemma-3n/Gemma-4): how many last layers read an earlier layer's KV cache
+    instead of writing their own."""
     sliding_window: int | None = None
     """The model's sliding window as its Hugging Face config class holds it (config.json's
     ``sliding_window``; None when 0, null, or turned off by ``use_sliding_window``)."""
@@ -176,8 +182,10 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         # Kept whatever its size: verify, the one user, bounds its buffers by max-verify-elements
         # and names that limit (a silently dropped head_dim would verify another shape).
         head_size=head_size or None,
-        kv_lora_rank=_mla_dim(config, text, "kv_lora_rank", where),
-        qk_rope_head_dim=_mla_dim(config, text, "qk_rope_head_dim", where),
+        kv_lora_rank=_optional_positive(config, text, "kv_lora_rank", where),
+        qk_rope_head_dim=_optional_positive(config, text, "qk_rope_head_dim", where),
+        q_lora_rank=_optional_positive(config, text, "q_lora_rank", where),
+        num_kv_shared_layers=_optional_positive(config, text, "num_kv_shared_layers", where),
         sliding_window=window,
         hf_layer_types=layer_types
         if layer_types is not None
@@ -185,7 +193,7 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
     )
 
 
-def _mla_dim(
+def _optional_positive(
     config: Mapping[str, Any], text: Mapping[str, Any], key: str, where: str
 ) -> int | None:
     source = config if config.get(key) is not None else text

@@ -163,7 +163,11 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "cache runs at 1.0 although the checkpoint was calibrated: vLLM's DeepSeek-family "
         "loaders rewrite every scale name with the cache-scale mapper before the MLA-aware "
         "remap can match it, and only ModelOpt configs create scale parameters on MLA layers; "
-        "some SGLang loaders give a layer no KV method or drop the names.",
+        "SGLang models that build their attention without quant_config have no KV method "
+        "(Qwen3, Llama-4, gpt-oss, ...), some of its loaders drop the names, and its NVFP4 "
+        "cache finds no scale on attention modules outside its search (NemotronH's mixer). A "
+        "warning where kvscale cannot tell whether the architecture gives its attention a KV "
+        "method.",
         "No checkpoint name reaches the layer under this engine (kvscale normalize says so): "
         "measure what 1.0 costs with kvscale verify --data, serve with an engine that loads "
         "the scales (kvscale inspect --engine sglang), or --allow scales-not-loaded.",
@@ -399,9 +403,23 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
         "scales-ignored-by-backend",
         W,
-        "The attention backend writes and reads the cache with different scales (it ignores "
-        "them on one side).",
+        "The attention backend does not apply the checkpoint's scales as written: it writes "
+        "and reads the cache with different scales (an error: attention is off by the scale), "
+        "or ignores them on both sides (the cache runs at 1.0). SGLang's MLA backends differ "
+        "(flashinfer and fa3 ignore them; flashmla, trtllm_mla and cutedsl_mla multiply the "
+        "scores by k; triton writes a prompt unscaled and decode steps divided by k, and reads "
+        "all of it with k and v).",
         "Use another attention backend, or a KV-cache dtype the backend applies scales to.",
+    ),
+    ProblemCode(
+        "shared-cache-scale-mismatch",
+        E,
+        "A KV-sharing layer (Gemma-4's last num_kv_shared_layers) reads another layer's cache "
+        "with its own k/v scales while the cache was written with that layer's: where they "
+        "differ attention is off by the ratio (NVFP4: one global scale per shared slot, from "
+        "the last layer using it).",
+        "Give each sharing layer the k/v scales of the layer whose cache it reads (kvscale "
+        "calibrate measures K/V where that layer writes them).",
     ),
     ProblemCode(
         "per-head-collapsed",

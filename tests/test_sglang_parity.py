@@ -18,9 +18,12 @@ path (``quant_param_json`` cases; ``normalize --format sglang-json`` writes that
 Architectures other than Llama (group ``sgl-arch``) run their own ``load_weights``; kvscale
 reads what each does from ``kvscale/engine/sglang/architectures.py``, rendered from the
 evidence tests/parity/sglang_architectures.py derives from SGLang's source (both checked by
-tests/parity/test_tables.py). SGLang's RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its
-``attn_mha`` companion, recorded apart, keeps the 1.0 default); kvscale calls the layer
-``self_attn.attn`` like every other.
+tests/parity/test_tables.py), and the per-model rules of kvscale/engine/sglang/models.py
+(architectures without a KV method, module layouts, hand-mirrored loaders). SGLang's
+RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its ``attn_mha`` companion, recorded
+apart, keeps the 1.0 default); kvscale calls the layer ``self_attn.attn`` like every other, and
+names every other layer as SGLang's module path (NemotronH ``model.layers.N.mixer``,
+multimodal ``language_model.model.layers.N``, Falcon-H1 ``model.layers.N``).
 """
 
 from __future__ import annotations
@@ -61,58 +64,10 @@ NOT_MODELLED = {
 }
 COMPARED = sorted(name for name in GOLDEN["cases"] if name not in NOT_MODELLED)
 
-# Recorded from SGLang's own code, not yet modelled by kvscale (issues 22 and 23; the rules
-# are in the sglang-oracle report): each is expected to disagree until kvscale implements
-# the rule, and strictly so: a case that starts to agree must leave this table.
-PENDING: dict[str, tuple[str, ...]] = {
-    "no KV method: the architecture's RadixAttention gets no quant_config, so SGLang holds "
-    "no KV scales and drops every name (sglang_architectures.json: kv_method)": (
-        "sgl_arch_qwen3_llmc",
-        "sgl_arch_qwen3_modelopt",
-        "sgl_arch_qwen3_quark",
-        "sgl_model_llama4_llmc",
-        "sgl_model_llama4_modelopt",
-        "sgl_model_llama4_quark",
-    ),
-    "layer names: SGLang's module path differs from the checkpoint prefix (multimodal "
-    "language_model.model, NemotronH backbone -> model, Falcon-H1 layers.N.attn, "
-    "Mistral-format layers.N.attention)": (
-        "sgl_model_falconh1_llmc",
-        "sgl_model_falconh1_modelopt",
-        "sgl_model_falconh1_quark",
-        "sgl_model_nemotronh_llmc",
-        "sgl_model_nemotronh_modelopt",
-        "sgl_model_nemotronh_quark",
-        "sgl_mla_mistrallarge3_modelopt",
-        "sgl_mm_gemma3_lm_model_canonical",
-        "sgl_mm_gemma3_lm_model_llmc",
-        "sgl_mm_gemma3_model_lm_canonical",
-        "sgl_mm_gemma3_model_lm_llmc",
-        "sgl_mm_gemma3_model_lm_modelopt",
-        "sgl_mm_gemma3_model_lm_quark",
-        "sgl_mm_llama4_lm_model_canonical",
-        "sgl_mm_llama4_lm_model_llmc",
-        "sgl_mm_llama4_lm_model_modelopt",
-        "sgl_mm_llama4_lm_model_quark",
-        "sgl_mm_llama4_model_lm_canonical",
-        "sgl_mm_llama4_model_lm_llmc",
-        "sgl_mm_llama4_model_lm_modelopt",
-        "sgl_mm_llama4_model_lm_quark",
-        "sgl_mla_kimivl_llmc",
-        "sgl_mla_kimivl_mqa",
-    ),
-    "MLA loaders other than DeepSeek-V3's: Kimi-Linear / Kimi-VL load no KV-scale name, "
-    "GLM-4.7-Flash and Sarvam only attn_mqa.*, MiniCPM3 refuses any (KeyError)": (
-        "sgl_mla_glm4moelite_mqa",
-        "sgl_mla_kimilinear_llmc",
-        "sgl_mla_kimilinear_modelopt",
-        "sgl_mla_kimilinear_mqa",
-        "sgl_mla_kimivl_modelopt",
-        "sgl_mla_minicpm3_llmc",
-        "sgl_mla_minicpm3_modelopt",
-        "sgl_mla_minicpm3_mqa",
-    ),
-}
+# Recorded from SGLang's own code, not yet modelled by kvscale: each is expected to disagree
+# until kvscale implements the rule, and strictly so: a case that starts to agree must leave
+# this table (rule -> case names).
+PENDING: dict[str, tuple[str, ...]] = {}
 _PENDING_REASON = {name: rule for rule, names in PENDING.items() for name in names}
 
 

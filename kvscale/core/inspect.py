@@ -232,7 +232,7 @@ def resolve_checkpoint(
         )
     scale_like_count = len(unmapped) + sum(len(v) for v in by_layer.values())
 
-    layer_names = attention_layers(shape, weight_prefixes, by_layer)
+    layer_names = attention_layers(engine.layer_shape(shape), weight_prefixes, by_layer)
     refusals = engine.unmapped_refusals(layer_names, unmapped)
     inputs = [
         (

@@ -20,6 +20,7 @@ from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
 from kvscale.nvfp4_conventions import EngineGlobalScale
+from kvscale.problems import Severity
 
 if TYPE_CHECKING:
     from kvscale.engine.options import EngineOptions
@@ -170,6 +171,9 @@ class EngineSettings:
     gpu_arch: str | None = None
     """The GPU generation served on (``--gpu-arch``), where it changes what the engine computes
     from the scales (SGLang's NVFP4 global scale on SM100)."""
+    architecture: str | None = None
+    """The registered architecture whose model code loads the checkpoint, where the engine's
+    own problems depend on it (SGLang: whether its attention gets a KV method)."""
 
     @property
     def fnuz(self) -> bool:
@@ -203,19 +207,30 @@ class LayerCache:
     skipped_by: str | None = None
     """Why the layer is kept unquantized: the ``--kv-cache-dtype-skip-layers`` entry, or the
     boundary layers a format adds."""
+    shared_from: str | None = None
+    """KV sharing (Gemma-4's last ``num_kv_shared_layers``): the layer whose cache this layer
+    reads instead of writing its own."""
+    reads_v_scale: bool = False
+    """MLA: an attention backend that may serve the layer reads V (the latent again) with
+    ``v_scale`` (SGLang's triton), so the v scale is not unused."""
 
     @property
     def scale_use(self) -> ScaleUse:
         return self.format.scale_use
 
     def to_json(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "kv_cache_dtype": self.kv_cache_dtype,
             "format": self.format.name,
             "scales": self.format.scale_use.value,
             "latent": self.latent,
             "skipped_by": self.skipped_by,
         }
+        if self.shared_from is not None:
+            doc["shared_from"] = self.shared_from
+        if self.reads_v_scale:
+            doc["reads_v_scale"] = True
+        return doc
 
 
 @dataclass(frozen=True)
@@ -288,6 +303,9 @@ class UnmappedTensor:
     """The engine's loader raises on it (vLLM: ``There is no module or parameter named ...``)."""
     code: str = "unmapped-scale-name"
     """The problem code it is reported under."""
+    severity: Severity | None = None
+    """The problem's severity where the code's meaning sets it (calibrated scales lost:
+    ``scales-not-loaded``); None: an error when the loader raises, else a warning."""
 
 
 @dataclass(frozen=True)
@@ -416,6 +434,11 @@ class Engine(ABC):
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         """The engine's attention layer name for a checkpoint attention prefix."""
         return f"{prefix}.attn"
+
+    def layer_shape(self, shape: ModelShape) -> ModelShape:
+        """The model shape whose layer typing (which layers cache K/V) the engine's model code
+        follows; by default config.json's as read."""
+        return shape
 
     @abstractmethod
     def cache_format(

@@ -152,6 +152,7 @@ CHECKS: tuple[Check, ...] = (
             "host-device-disagree",
             "scales-on-unquantized-cache",
             "scales-ignored-by-backend",
+            "shared-cache-scale-mismatch",
             "per-head-collapsed",
             "format-overridden-by-backend",
             "misleading-engine-log",

@@ -245,8 +245,116 @@ def _short(site: str | None) -> str:
     return (site or "?").removeprefix("srt/models/")
 
 
-def render_sglang(evidence: dict[str, Any]) -> str:
-    """The text of kvscale/engine/sglang/architectures.py."""
+SGLANG_EXECUTED = HERE / "sglang_expected.json"
+"""The SGLang parity oracle's golden file: its model cases built each architecture with its own
+``__init__`` and record, per RadixAttention, the KV-cache quant method it got."""
+
+KV_METHOD_EVERYWHERE = ("Fp8Config", "QuarkConfig")
+"""Quant configs whose ``get_quant_method`` gives every RadixAttention built with
+``quant_config=`` a KV method (``quantization/fp8.py``, ``quark/quark.py:523-525``): an executed
+case under one of them whose layers hold none shows the model passes no ``quant_config``."""
+
+
+def _site_list(sites: list[dict[str, Any]], passing: bool) -> str:
+    chosen = [s["site"] for s in sites if _passes_quant_config(s) == passing]
+    return ", ".join(sorted(set(chosen), key=_site_key))
+
+
+def _passes_quant_config(site: dict[str, Any]) -> bool:
+    return site["quant_config"] not in (None, "None")
+
+
+def sglang_executed_kv_methods(executed: dict[str, Any]) -> dict[str, tuple[bool, str]]:
+    """What the oracle's executed model cases show per architecture: (its RadixAttention gets
+    a KV method, the case that shows it). Has one: some layer of some case holds a KV method.
+    Has none: a case under a config in ``KV_METHOD_EVERYWHERE`` whose layers all hold none."""
+    has: dict[str, str] = {}
+    lacks: dict[str, str] = {}
+    for name, case in sorted(executed["cases"].items()):
+        arch = case.get("architecture")
+        if arch is None or case["engine_error"] is not None or not case["layers"]:
+            continue
+        if any(layer["kv_method"] is not None for layer in case["layers"]):
+            has.setdefault(arch, name)
+        elif case["quant_config"] in KV_METHOD_EVERYWHERE:
+            lacks.setdefault(arch, name)
+    out = {arch: (True, name) for arch, name in has.items()}
+    for arch, name in lacks.items():
+        if arch in has:
+            raise ValueError(f"{arch}: {has[arch]} has a KV method, {name} none")
+        out[arch] = (False, name)
+    return out
+
+
+def _model_code(entry: dict[str, Any]) -> str:
+    return json.dumps([entry["file"], entry["loader_site"], entry["attention_sites"]])
+
+
+def sglang_kv_methods(
+    evidence: dict[str, Any], executed: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Architectures whose attention gets no KV-cache quant method (the evidence, in words),
+    and those kvscale cannot tell (why). Executed cases decide where they exist; otherwise the
+    static reading of the RadixAttention constructions (``kv_method``): ``none`` (no site
+    passes ``quant_config``) has none; ``mixed`` (some sites pass it, some do not: a base
+    class's attention the model replaces, a per-layer or per-config choice) and ``no-sites``
+    (none found) are unknown. Everything else passes ``quant_config`` at every site found."""
+    verdicts = sglang_executed_kv_methods(executed)
+    archs: dict[str, dict[str, Any]] = evidence["architectures"]
+    # A registry name of the same model code (its file, its load_weights, the same
+    # RadixAttention sites: NemotronHPuzzleForCausalLM subclasses NemotronHForCausalLM) shares
+    # the executed verdict.
+    by_code = {_model_code(archs[arch]): (arch, v) for arch, v in verdicts.items() if arch in archs}
+    for arch, entry in archs.items():
+        if arch not in verdicts and _model_code(entry) in by_code:
+            source, (has, case) = by_code[_model_code(entry)]
+            verdicts[arch] = (has, f"{case}, as {source}")
+    none: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    for arch, entry in sorted(evidence["architectures"].items()):
+        sites = entry["attention_sites"]
+        verdict = verdicts.get(arch)
+        if verdict is not None:
+            has, case = verdict
+            if not has:
+                built = _site_list(sites, False)
+                none[arch] = f"{built}; executed: {case}" if built else f"executed: {case}"
+            continue
+        kind = entry["kv_method"]
+        if kind == "none":
+            none[arch] = f"{_site_list(sites, False)}; static reading of the model code"
+        elif kind == "mixed":
+            unknown[arch] = (
+                f"RadixAttention built with quant_config at {_site_list(sites, True)} and "
+                f"without at {_site_list(sites, False)}; which one this model builds is not "
+                "recorded"
+            )
+        elif kind == "no-sites":
+            unknown[arch] = "no RadixAttention construction was found in its model code"
+    return none, unknown
+
+
+def sglang_mla_radix(evidence: dict[str, Any]) -> dict[str, str]:
+    """MLA architectures (the evidence's ``mla``) whose latent cache one RadixAttention
+    attribute holds: ``attn_mqa`` (DeepseekV2AttentionMLA) where its sites build it and no
+    ``attn``, else ``attn`` where that is the only one (MiniCPM3); mixed ones are left out."""
+    out: dict[str, str] = {}
+    for arch, entry in sorted(evidence["architectures"].items()):
+        if not entry["mla"]:
+            continue
+        attributes = {s["attribute"] for s in entry["attention_sites"]}
+        if "attn_mqa" in attributes and "attn" not in attributes:
+            out[arch] = "attn_mqa"
+        elif attributes == {"attn"}:
+            out[arch] = "attn"
+    return out
+
+
+def render_sglang(evidence: dict[str, Any], executed: dict[str, Any] | None = None) -> str:
+    """The text of kvscale/engine/sglang/architectures.py (``executed``: the golden file,
+    read from ``SGLANG_EXECUTED`` when not given)."""
+    if executed is None:
+        executed = json.loads(SGLANG_EXECUTED.read_text())
     provenance = evidence["provenance"]
     probe = _Probe(evidence["probe"])
     archs: dict[str, dict[str, Any]] = evidence["architectures"]
@@ -283,6 +391,13 @@ def render_sglang(evidence: dict[str, Any]) -> str:
         "Comments give, per architecture, the file:line of its ``load_weights`` (under",
         "``sglang/srt/models/``) and of each behaviour mirrored (under ``sglang/``): the remap",
         "call, the parameter load, the log line, the raise.",
+        "",
+        "``NO_KV_METHOD`` / ``KV_METHOD_UNKNOWN`` say which architectures build their",
+        "RadixAttention without ``quant_config`` (no KV-cache quant method: no scale parameter,",
+        "every scale name dropped, the cache at 1.0), from the executed model cases of",
+        f"``{SGLANG_EXECUTED.relative_to(REPO).as_posix()}`` where there are some, else from",
+        "the static reading of each model's RadixAttention constructions; ``MLA_RADIX`` which",
+        "RadixAttention holds an MLA model's latent cache.",
         '"""',
         "",
         "from __future__ import annotations",
@@ -361,6 +476,34 @@ def render_sglang(evidence: dict[str, Any]) -> str:
             continue
         body += _string_entry(f'"{arch}": ', f"{entry['file']}: {entry['reason'] or ''}", "    ")
     body.append("}")
+    none, unknown = sglang_kv_methods(evidence, executed)
+    body.append("")
+    body.append("NO_KV_METHOD: dict[str, str] = {")
+    for arch, why in none.items():
+        body += _string_entry(f'"{arch}": ', why, "    ")
+    body.append("}")
+    body.append(
+        '"""Architectures whose RadixAttention gets no KV-cache quant method: where it is built'
+    )
+    body.append(
+        'without quant_config, and whether an executed case or the static reading shows it."""'
+    )
+    body.append("")
+    body.append("KV_METHOD_UNKNOWN: dict[str, str] = {")
+    for arch, why in unknown.items():
+        body += _string_entry(f'"{arch}": ', why, "    ")
+    body.append("}")
+    body.append(
+        '"""Architectures where neither an executed case nor the static reading decides."""'
+    )
+    body.append("")
+    body.append("MLA_RADIX: dict[str, str] = {")
+    for arch, radix in sglang_mla_radix(evidence).items():
+        body.append(f'    "{arch}": "{radix}",')
+    body.append("}")
+    body.append(
+        '"""MLA architectures: the RadixAttention attribute that holds the latent cache."""'
+    )
     out = [*head, "MESSAGES: tuple[str, ...] = ("]
     for i, m in enumerate(messages):
         out += _comment(str(i), "    ")

@@ -436,29 +436,21 @@ EXPECTED: dict[tuple[str, str], Expect] = {
         ],
         [],
     ),
+    # SGLang's Qwen3Attention builds its RadixAttention without quant_config (qwen3.py:223;
+    # the parity oracle's sgl_arch_qwen3_* cases): no KV method, every scale name dropped.
     ("modelopt-qwen3-fp8", "sglang"): Expect(
-        0,
+        1,
         "modelopt",
         "fp8_e4m3",
         [
-            L(
-                "separate",
-                0.006905692163854837,
-                0.0012468610657379031,
-                1.0,
-                1.0,
-                ("self_attn.k_proj.k_scale", MODELOPT),
-            ),
-            L(
-                "separate",
-                0.007010323461145163,
-                0.0012468610657379031,
-                1.0,
-                1.0,
-                ("self_attn.k_proj.k_scale", MODELOPT),
-            ),
+            L("default", 1.0, 1.0, 1.0, 1.0, None),
+            L("default", 1.0, 1.0, 1.0, 1.0, None),
         ],
-        [("warning", "misleading-engine-log")],
+        [
+            ("error", "scales-not-loaded"),
+            ("warning", "declared-scheme-no-scales"),
+            ("warning", "default-scale-used"),
+        ],
     ),
     ("quark-fp8", "vllm"): Expect(
         0,
@@ -814,6 +806,12 @@ def test_matches_sglang_loader(name: str, checkpoints: dict[str, Path]) -> None:
     rec = ENGINES["sglang_load_weights"][name]
     code, doc = inspect(checkpoints, name, "sglang")
     layers = doc["layers"]
+    if any(p["code"] == "scales-not-loaded" for p in doc["problems"]):
+        # The record's loader ran on a shell whose attention has k/v scale parameters; SGLang's
+        # own model of this architecture has none (no KV method: the parity oracle's executed
+        # model cases), so nothing loads whatever the loader would do with the name.
+        assert all(x["rule"] == "default" and not x.get("checkpoint") for x in layers), layers
+        return
     if rec["error"] is not None:
         assert [x["rule"] for x in layers] == ["error"] * len(layers), rec["error"]
         assert code == 1

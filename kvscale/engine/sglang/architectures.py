@@ -19,6 +19,13 @@ decoder layer); message an index into ``MESSAGES`` (``{name}``: the tensor's nam
 Comments give, per architecture, the file:line of its ``load_weights`` (under
 ``sglang/srt/models/``) and of each behaviour mirrored (under ``sglang/``): the remap
 call, the parameter load, the log line, the raise.
+
+``NO_KV_METHOD`` / ``KV_METHOD_UNKNOWN`` say which architectures build their
+RadixAttention without ``quant_config`` (no KV-cache quant method: no scale parameter,
+every scale name dropped, the cache at 1.0), from the executed model cases of
+``tests/parity/sglang_expected.json`` where there are some, else from
+the static reading of each model's RadixAttention constructions; ``MLA_RADIX`` which
+RadixAttention holds an MLA model's latent cache.
 """
 
 from __future__ import annotations
@@ -3179,3 +3186,229 @@ NOT_PROBED: dict[str, str] = {
         "iterator at srt/models/yivl.py:43; stubs called: language_model.parameters"
     ),
 }
+
+NO_KV_METHOD: dict[str, str] = {
+    "BailingMM2NativeForConditionalGeneration": (
+        "bailing_moe.py:586; static reading of the model code"
+    ),
+    "BailingMMNativeForConditionalGeneration": (
+        "bailing_moe.py:586; static reading of the model code"
+    ),
+    "BailingMoEForCausalLM": "bailing_moe.py:586; static reading of the model code",
+    "BailingMoeForCausalLM": "bailing_moe.py:586; static reading of the model code",
+    "BailingMoeV2ForCausalLM": "bailing_moe.py:586; static reading of the model code",
+    "BeamForCausalLM": "beam.py:575; static reading of the model code",
+    "BertForSequenceClassification": "bert.py:241; static reading of the model code",
+    "BertModel": "bert.py:241; static reading of the model code",
+    "Contriever": "bert.py:241; static reading of the model code",
+    "ExaoneMoEForCausalLM": "exaone_moe.py:383; static reading of the model code",
+    "ExaoneMoEForCausalLMMTP": "exaone_moe.py:383; static reading of the model code",
+    "ExaoneMoeForCausalLM": "exaone_moe.py:383; static reading of the model code",
+    "FalconH1ForCausalLM": "executed: sgl_model_falconh1_quark",
+    "Glm4MoeForCausalLM": "glm4_moe.py:286; static reading of the model code",
+    "Glm4MoeForCausalLMNextN": "glm4_moe.py:286; static reading of the model code",
+    "GptOssForCausalLM": "gpt_oss.py:454; executed: sgl_model_gptoss_quark",
+    "HYV3ForCausalLM": "hunyuan_v3.py:280; static reading of the model code",
+    "HYV3ForCausalLMNextN": "hunyuan_v3.py:280; static reading of the model code",
+    "HunYuanDenseV1ForCausalLM": "hunyuan.py:333; static reading of the model code",
+    "HunYuanMoEV1ForCausalLM": "hunyuan.py:333; static reading of the model code",
+    "LLaDA2MoeModelLM": "llada2.py:1015; static reading of the model code",
+    "Lfm2BidirectionalModel": "lfm2.py:174; static reading of the model code",
+    "Lfm2ForCausalLM": "lfm2.py:174; static reading of the model code",
+    "Lfm2MoeForCausalLM": "lfm2_moe.py:238; static reading of the model code",
+    "Lfm2VlForConditionalGeneration": "lfm2.py:174; static reading of the model code",
+    "Llama4ForCausalLM": "llama4.py:302; executed: sgl_model_llama4_quark",
+    "Llama4ForConditionalGeneration": "llama4.py:302; executed: sgl_mm_llama4_lm_model_canonical",
+    "MuseSparkForConditionalGeneration": "muse_spark.py:337; static reading of the model code",
+    "Qwen3ForCausalLM": "qwen3.py:223; executed: sgl_arch_qwen3_canonical",
+    "Qwen3MoeForCausalLM": "qwen3_moe.py:585; executed: sgl_model_qwen3moe_quark",
+    "SDARForCausalLM": "sdar.py:162; static reading of the model code",
+    "SDARMoeForCausalLM": "sdar_moe.py:247; static reading of the model code",
+    "SarvamMoEForCausalLM": "bailing_moe.py:586; static reading of the model code",
+    "Step3p5ForCausalLM": "step3p5.py:357; static reading of the model code",
+    "Step3p5MTP": "step3p5.py:357; static reading of the model code",
+    "Step3p7ForConditionalGeneration": "step3p5.py:357; static reading of the model code",
+    "TorchNativeLlamaForCausalLM": "torch_native_llama.py:243; static reading of the model code",
+    "TorchNativePhi3ForCausalLM": "torch_native_llama.py:243; static reading of the model code",
+    "XLMRobertaForSequenceClassification": "bert.py:241; static reading of the model code",
+    "XLMRobertaModel": "bert.py:241; static reading of the model code",
+}
+"""Architectures whose RadixAttention gets no KV-cache quant method: where it is built
+without quant_config, and whether an executed case or the static reading shows it."""
+
+KV_METHOD_UNKNOWN: dict[str, str] = {
+    "BailingMoeForCausalLMNextN": (
+        "RadixAttention built with quant_config at bailing_moe_linear.py:485, "
+        "bailing_moe_linear.py:686, bailing_moe_v3.py:970, deepseek_v2.py:2183, "
+        "deepseek_v2.py:2195, deepseek_v2.py:2206 and without at bailing_moe.py:586; which one "
+        "this model builds is not recorded"
+    ),
+    "CLIPModel": "no RadixAttention construction was found in its model code",
+    "Cosmos3ForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "DiffusionGemmaForBlockDiffusion": (
+        "RadixAttention built with quant_config at gemma4_causal.py:427 and without at "
+        "gemma4_diffusion.py:153, gemma4_diffusion.py:154; which one this model builds is not "
+        "recorded"
+    ),
+    "FalconMambaForCausalLM": "no RadixAttention construction was found in its model code",
+    "Glm4vMoeForConditionalGeneration": (
+        "RadixAttention built with quant_config at glm4.py:182 and without at glm4_moe.py:286; "
+        "which one this model builds is not recorded"
+    ),
+    "GraniteMoeHybridForCausalLM": "no RadixAttention construction was found in its model code",
+    "InternS1ForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215, qwen2_moe.py:962 and without "
+        "at qwen3.py:223, qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "InternS1ProForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215, qwen2_moe.py:962 and without "
+        "at qwen3.py:223, qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "InternS2MobiusForConditionalGeneration": (
+        "RadixAttention built with quant_config at interns2_mobius.py:603, qwen2.py:215, "
+        "qwen3_5.py:1354 and without at qwen3.py:223; which one this model builds is not "
+        "recorded"
+    ),
+    "InternS2PreviewForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "InternVLChatModel": (
+        "RadixAttention built with quant_config at internlm2.py:144, qwen2.py:215, "
+        "qwen2_moe.py:962 and without at gpt_oss.py:454, qwen3.py:223, qwen3_moe.py:585; which "
+        "one this model builds is not recorded"
+    ),
+    "K2HorizonForCausalLM": (
+        "RadixAttention built with quant_config at xllm.py:1134 and without at xllm.py:1289; "
+        "which one this model builds is not recorded"
+    ),
+    "LightOnOCRForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "LlavaForConditionalGeneration": "no RadixAttention construction was found in its model code",
+    "Mamba2ForCausalLM": "no RadixAttention construction was found in its model code",
+    "MambaForCausalLM": "no RadixAttention construction was found in its model code",
+    "MellumForCausalLM": (
+        "RadixAttention built with quant_config at qwen2_moe.py:962 and without at "
+        "mellum.py:244, qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "MindSporeForCausalLM": "no RadixAttention construction was found in its model code",
+    "MiniCPMV": "no RadixAttention construction was found in its model code",
+    "MiniCPMV4_6ForConditionalGeneration": (
+        "no RadixAttention construction was found in its model code"
+    ),
+    "MiniCPMV4_7ForConditionalGeneration": (
+        "no RadixAttention construction was found in its model code"
+    ),
+    "Mistral3ForConditionalGeneration": (
+        "no RadixAttention construction was found in its model code"
+    ),
+    "MossVLForConditionalGeneration": (
+        "RadixAttention built with quant_config at moss_vl.py:688 and without at "
+        "moss_vl.py:951; which one this model builds is not recorded"
+    ),
+    "NemotronH_Nano_Omni_Reasoning_V3": (
+        "no RadixAttention construction was found in its model code"
+    ),
+    "NemotronH_Nano_VL_V2": "no RadixAttention construction was found in its model code",
+    "NemotronH_Omni_Reasoning_V3": "no RadixAttention construction was found in its model code",
+    "PixtralVisionModel": "no RadixAttention construction was found in its model code",
+    "Qwen3ASRForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3ForRewardModel": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3ForSequenceClassification": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3Model": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3MoeForCausalLMMTP": (
+        "RadixAttention built with quant_config at qwen2_moe.py:962 and without at "
+        "qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "Qwen3NextForCausalLM": "no RadixAttention construction was found in its model code",
+    "Qwen3NextForCausalLMMTP": "no RadixAttention construction was found in its model code",
+    "Qwen3OmniMoeForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215, qwen2_moe.py:962 and without "
+        "at qwen3.py:223, qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "Qwen3VLForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3VLMoeForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215, qwen2_moe.py:962 and without "
+        "at qwen3.py:223, qwen3_moe.py:585; which one this model builds is not recorded"
+    ),
+    "Qwen3_5ForCausalLM": "no RadixAttention construction was found in its model code",
+    "Qwen3_5ForCausalLMMTP": "no RadixAttention construction was found in its model code",
+    "Qwen3_5ForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen3_5MoeForCausalLM": "no RadixAttention construction was found in its model code",
+    "Qwen3_5MoeForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "Qwen4ExpForCausalLMMTP": "no RadixAttention construction was found in its model code",
+    "Qwen4ExpForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "StepVLForConditionalGeneration": (
+        "RadixAttention built with quant_config at qwen2.py:215 and without at qwen3.py:223; "
+        "which one this model builds is not recorded"
+    ),
+    "XllmForCausalLM": (
+        "RadixAttention built with quant_config at xllm.py:1134 and without at xllm.py:1289; "
+        "which one this model builds is not recorded"
+    ),
+}
+"""Architectures where neither an executed case nor the static reading decides."""
+
+MLA_RADIX: dict[str, str] = {
+    "DeepseekV2ForCausalLM": "attn_mqa",
+    "DeepseekV32ForCausalLM": "attn_mqa",
+    "DeepseekV3ForCausalLM": "attn_mqa",
+    "DeepseekV3ForCausalLMNextN": "attn_mqa",
+    "DeepseekV4ForCausalLM": "attn_mqa",
+    "DeepseekV4ForCausalLMNextN": "attn_mqa",
+    "Dots3NoteForCausalLM": "attn_mqa",
+    "Dots3NoteForCausalLMNextN": "attn_mqa",
+    "DotsVLMForCausalLM": "attn_mqa",
+    "Eagle3DeepseekV2ForCausalLM": "attn_mqa",
+    "GigaChat35ForCausalLM": "attn_mqa",
+    "GigaChat35ForCausalLMNextN": "attn_mqa",
+    "Glm4MoeLiteForCausalLM": "attn_mqa",
+    "Glm4MoeLiteForCausalLMNextN": "attn_mqa",
+    "Glm5NextForConditionalGeneration": "attn_mqa",
+    "Glm5NextForConditionalGenerationNextN": "attn_mqa",
+    "GlmMoeDsaForCausalLM": "attn_mqa",
+    "GlmMoeDsaForCausalLMNextN": "attn_mqa",
+    "HYV4ForCausalLM": "attn_mqa",
+    "HYV4ForCausalLMNextN": "attn_mqa",
+    "KimiK25ForConditionalGeneration": "attn_mqa",
+    "KimiK3ForConditionalGeneration": "attn_mqa",
+    "KimiK3LinearForCausalLM": "attn_mqa",
+    "KimiLinearForCausalLM": "attn_mqa",
+    "KimiVLForConditionalGeneration": "attn_mqa",
+    "LongcatFlashForCausalLM": "attn_mqa",
+    "LongcatFlashForCausalLMNextN": "attn_mqa",
+    "MiniCPM3ForCausalLM": "attn",
+    "MistralLarge3ForCausalLM": "attn_mqa",
+    "MistralLarge3ForCausalLMEagle": "attn_mqa",
+    "SarvamMLAForCausalLM": "attn_mqa",
+}
+"""MLA architectures: the RadixAttention attribute that holds the latent cache."""

@@ -51,9 +51,18 @@ def remap(name: str, is_param: Callable[[str], bool]) -> Remapped:
     ``is_param``: whether the model has a parameter of that name that a scale loads into
     (``<prefix>.attn.k_scale`` / ``.v_scale`` of each attention layer with a KV method).
     """
+    remapped = maybe_remap(name, is_param)
+    if remapped.dropped is not None or is_param(remapped.name):
+        return remapped
+    return Remapped(remapped.name, f"Parameter {remapped.name} not found in params_dict")
+
+
+def maybe_remap(name: str, is_param: Callable[[str], bool]) -> Remapped:
+    """``maybe_remap_kv_scale_name`` alone: the name a loader looks up next, or the message
+    it logs when the remap itself drops the name (its ``None``)."""
     if "scale" not in name:
-        pass  # not remapped (e.g. zero points): only the loader's lookup below
-    elif name.endswith(".kv_scale"):
+        return Remapped(name)  # not remapped (e.g. zero points)
+    if name.endswith(".kv_scale"):
         target = name.replace(".kv_scale", ".attn.k_scale")
         if not is_param(target):
             return Remapped(
@@ -62,17 +71,14 @@ def remap(name: str, is_param: Callable[[str], bool]) -> Remapped:
                 f"in the model (e.g. {target}). kv_scale is not loaded.",
             )
         return Remapped(target)
-    else:
-        for suffix in (".k_scale", ".v_scale"):
-            if name.endswith(suffix):
-                return _kv(name, suffix, is_param)
-        for suffix, new in _QUARK_SUFFIXES:
-            if name.endswith(suffix):
-                name = name.replace(suffix, new)
-                break
-    if is_param(name):
-        return Remapped(name)
-    return Remapped(name, f"Parameter {name} not found in params_dict")
+    for suffix in (".k_scale", ".v_scale"):
+        if name.endswith(suffix):
+            return _kv(name, suffix, is_param)
+    for suffix, new in _QUARK_SUFFIXES:
+        if name.endswith(suffix):
+            # No parameter check here: the loader's own lookup decides.
+            return Remapped(name.replace(suffix, new))
+    return Remapped(name)
 
 
 def _kv(name: str, suffix: str, is_param: Callable[[str], bool]) -> Remapped:
