@@ -65,7 +65,7 @@ wheel at run time):
 The renderer groups architectures with the same outcomes (names templated: ``{prefix}``,
 ``{layer}``, ``{name}``) into loader classes. kvscale routes checkpoint names of those classes
 by the recorded outcomes (``kvscale.engine.sglang.names.route_recorded``); LlamaForCausalLM's
-class through ``names.remap``, which ``tests/test_sglang_parity.py`` checks against the
+class through ``names.remap``, which ``tests/parity/test_sglang_parity.py`` checks against the
 recorded outcomes.
 """
 

@@ -1,7 +1,7 @@
 """The SGLang engine's per-model rules through ``kvscale.inspect`` (kvscale/engine/sglang/
 engine.py): architectures without a KV method, module layouts, MLA loaders and backends, KV
 sharing and NVFP4's global scale. Values and layer names are checked against SGLang's own code
-by tests/test_sglang_parity.py; here, the problems kvscale reports about them."""
+by tests/parity/test_sglang_parity.py; here, the problems kvscale reports about them."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-PARITY = Path(__file__).resolve().parent / "parity"
+PARITY = Path(__file__).resolve().parent
 GOLDEN = PARITY / "vllm_arch_expected.json"
 CLASSES = PARITY / "vllm_arch_classes.json"
 ORACLE = PARITY / "vllm_arch_oracle.py"

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-PARITY = Path(__file__).resolve().parent / "parity"
+PARITY = Path(__file__).resolve().parent
 GOLDEN: dict[str, Any] = json.loads((PARITY / "sglang_expected.json").read_text())
 
 
@@ -108,7 +108,7 @@ def test_pending_cases_are_recorded() -> None:
 
 @pytest.mark.parametrize("name", [_compared(n) for n in COMPARED], ids=COMPARED)
 def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from support.cli import CliRunner
 
     from kvscale.cli import app
 
