@@ -4,9 +4,10 @@
   KV-cache dtype, model dtype, start-up refusals;
 * ``names``: ``maybe_remap_kv_scale_name`` and the Llama loader's lookup; the other
   architectures' recorded outcomes;
-* ``architectures``: per registered architecture, its ``load_weights``'s loader class
-  (rendered by ``tests/parity/render_tables.py`` from the evidence that ``tests/parity/sglang_architectures.py`` records by running every loader), whether
-  its attention gets a KV method and which RadixAttention holds an MLA latent cache;
+* ``architectures``: per registered architecture, its ``load_weights``'s loader class, whether
+  its attention gets a KV method and which RadixAttention holds an MLA latent cache (rendered
+  by ``tests/parity/render_tables.py`` from the evidence ``tests/parity/sglang_architectures.py``
+  records by running every loader);
 * ``models``: what the table does not cover: the KV-method verdict, where each model's
   attention modules sit (layouts), the loaders mirrored by hand (DeepSeek's, MiniCPM3's,
   Falcon-H1's, Llama-4's and Mistral-Large-3's), and KV sharing;
