@@ -560,7 +560,8 @@ def plan_model(
         # per-head scales only some honour), or when the user chose one.
         backend = options.engine.attention_backend
         needs = chosen.candidate.backends
-        if backend is None and needs and set(needs) < set(engine.attention_backends):
+        dense = set(engine.attention_backends) - set(engine.mla_attention_backends)
+        if backend is None and needs and set(needs) < dense:
             backend = needs[0]
         flags = engine.serve_command(
             checkpoint,

@@ -276,6 +276,12 @@ class UnmappedTensor:
     """The engine's loader raises on it (vLLM: ``There is no module or parameter named ...``)."""
     code: str = "unmapped-scale-name"
     """The problem code it is reported under."""
+    error: str | None = None
+    """The engine's own exception when its loader raises on the tensor (vLLM's
+    ``KeyError: '...'`` or ``ValueError: There is no module or parameter named ...``)."""
+    layer: str | None = None
+    """The attention layer (``<checkpoint prefix>.attn``) the tensor belongs to where the
+    engine's model has one there: the layer exists even when nothing reaches it."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +334,8 @@ class Engine(ABC):
     """Every value of the engine's own ``--kv-cache-dtype``."""
     attention_backends: tuple[str, ...] = ()
     """Attention backends whose scale handling is modelled (``--attention-backend``)."""
+    mla_attention_backends: tuple[str, ...] = ()
+    """The subset of ``attention_backends`` that serve MLA (latent-cache) models only."""
     fp8_kv_cache_dtype: str = "fp8"
     """The engine's spelling of the per-tensor FP8 (e4m3) KV-cache dtype."""
     commands: frozenset[str] = frozenset(
