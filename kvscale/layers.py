@@ -20,9 +20,10 @@ _INDEXED = re.compile(r"\.layers\.\d+\.")
 
 
 def is_kv_cache_layer(shape: ModelShape, index: int) -> bool:
-    """Whether layer ``index`` caches K/V: a model-specific pattern (``ModelShape.kv_layer_pattern``:
-    Jamba, BailingMoeV3), config.json's ``hybrid_override_pattern`` (NemotronH: ``*`` is
-    attention) or ``layer_types`` (linear attention and Mamba layers cache none)."""
+    """Whether layer ``index`` caches K/V: a model-specific pattern
+    (``ModelShape.kv_layer_pattern``: Jamba, BailingMoeV3), config.json's
+    ``hybrid_override_pattern`` (NemotronH: ``*`` is attention) or ``layer_types`` (linear
+    attention and Mamba layers cache none)."""
     if shape.kv_layer_pattern is not None:
         return index < len(shape.kv_layer_pattern) and shape.kv_layer_pattern[index]
     if shape.hybrid_override_pattern is not None:

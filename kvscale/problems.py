@@ -163,7 +163,10 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "cache runs at 1.0 although the checkpoint was calibrated: vLLM's DeepSeek-family "
         "loaders rewrite every scale name with the cache-scale mapper before the MLA-aware "
         "remap can match it, and only ModelOpt configs create scale parameters on MLA layers; "
-        "some SGLang loaders give a layer no KV method or drop the names.",
+        "architectures that build attention without a quant config (vLLM's Jamba, LFM2) or "
+        "whose loader knows no scale name (LongCat-Flash, Sarvam-MLA) refuse the names, so "
+        "the model does not load; some SGLang loaders give a layer no KV method or drop the "
+        "names.",
         "No checkpoint name reaches the layer under this engine (kvscale normalize says so): "
         "measure what 1.0 costs with kvscale verify --data, serve with an engine that loads "
         "the scales (kvscale inspect --engine sglang), or --allow scales-not-loaded.",
@@ -418,6 +421,17 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "normalize: no checkpoint name maps back to this layer's scale under the checkpoint's "
         "quant method, so it cannot be written explicitly.",
         "Pass --force to keep the layer as it is.",
+    ),
+    ProblemCode(
+        "no-loadable-name",
+        E,
+        "normalize --checkpoint: the engine's loader takes no checkpoint name for these k/v "
+        "scales in any attention layer of this architecture (vLLM 0.33.0's DeepSeek-family "
+        "loaders drop every k/v name on MLA layers; Jamba and LFM2 refuse them): a normalized "
+        "copy would still run at the default, so kvscale writes none.",
+        "Run without --checkpoint for kv_scales.json (what the engine holds), serve with an "
+        "engine that loads the scales (kvscale inspect --engine sglang), or measure what the "
+        "default costs with kvscale verify --data.",
     ),
     ProblemCode(
         "name-collision",

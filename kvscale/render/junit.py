@@ -169,6 +169,7 @@ CHECKS: tuple[Check, ...] = (
             "invalid-scale-value",
             "unsafe-tensor-name",
             "unmappable-name",
+            "no-loadable-name",
             "name-collision",
             "layer-skipped",
             "kept-as-is",

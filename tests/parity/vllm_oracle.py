@@ -847,7 +847,6 @@ class VllmCode:
         # --- model load_weights / hf_to_vllm_mapper -------------------------------------
         self.models = build_model_classes(self)
 
-
         # --- modules for the local imports inside vLLM's functions ---------------------
         self.stub_modules = {
             "vllm.model_executor.models.utils": {"WeightsMapper": self.WeightsMapper},

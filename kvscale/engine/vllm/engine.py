@@ -212,7 +212,7 @@ class VllmEngine(Engine):
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
         model = placement.model_of(context.quant, context.shape)
-        if model is not None and _walked(model) and not context.as_intended:
+        if model is not None and _walked(model):
             return _walk(tensor, file, context, model)
         routed = self._route(tensor, file, context)
         item = routed.unmapped
@@ -572,7 +572,8 @@ def _drop_reason(where: placement.Placement, model: placement.Model) -> str:
     if where.error is not None and where.error.startswith("KeyError"):
         return f"{owner} indexes params_dict with the name and finds no such parameter"
     if where.error is not None:
-        return f"{where.error.rsplit(' in ', 1)[-1].rstrip('.')}'s AutoWeightsLoader finds no such module or parameter"
+        raiser = where.error.rsplit(" in ", 1)[-1].rstrip(".")
+        return f"{raiser}'s AutoWeightsLoader finds no such module or parameter"
     if where.dropped and where.dropped.startswith("vLLM warns"):
         if mapped_first:
             return (

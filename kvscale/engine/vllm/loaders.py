@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 Rule = tuple[str, str | None]
 """``(match, replacement)``; a None replacement drops the weight (vLLM skips it)."""
@@ -35,18 +36,12 @@ class WeightsMapper:
     def __or__(self, other: WeightsMapper) -> WeightsMapper:
         """``WeightsMapper.__or__``: each table merged as a dict (a key of ``other`` replaces
         the same key of ``self`` in place; new keys follow)."""
-
-        def merged(a: tuple[tuple[str, str | None], ...], b: tuple[tuple[str, str | None], ...]):
-            out = dict(a)
-            out.update(b)
-            return tuple(out.items())
-
         return WeightsMapper(
-            regex=merged(self.regex, other.regex),
-            substr=merged(self.substr, other.substr),
-            stacked=tuple(dict(merged(self.stacked, other.stacked)).items()),  # type: ignore[arg-type]
-            prefix=merged(self.prefix, other.prefix),
-            suffix=merged(self.suffix, other.suffix),
+            regex=_merged(self.regex, other.regex),
+            substr=_merged(self.substr, other.substr),
+            stacked=_merged(self.stacked, other.stacked),
+            prefix=_merged(self.prefix, other.prefix),
+            suffix=_merged(self.suffix, other.suffix),
         )
 
     def map(self, name: str) -> str | None:
@@ -75,6 +70,17 @@ class WeightsMapper:
                     return None
                 key = new.join(key.rsplit(old, 1))
         return key
+
+
+_V = TypeVar("_V")
+
+
+def _merged(
+    a: tuple[tuple[str, _V], ...], b: tuple[tuple[str, _V], ...]
+) -> tuple[tuple[str, _V], ...]:
+    out = dict(a)
+    out.update(b)
+    return tuple(out.items())
 
 
 EMPTY = WeightsMapper()

@@ -170,13 +170,6 @@ class Model:
         return index is None or is_kv_cache_layer(self.shape, index)
 
 
-def _merged(mapper: WeightsMapper | None, cache: WeightsMapper | None) -> WeightsMapper:
-    """``AutoWeightsLoader.load_weights``: ``mapper or WeightsMapper()``, then ``|=`` the
-    cache-scale mapper when the loader found a quant config."""
-    base = mapper or EMPTY
-    return base | cache if cache is not None else base
-
-
 def attention_prefix_of(tensor: str) -> str | None:
     """The checkpoint attention block a tensor name sits under, if any."""
     match = _PREFIX.match(tensor)
@@ -336,9 +329,20 @@ def modelopt_method(raw: Mapping[str, Any] | None) -> str | None:
 
 def model_of(quant: QuantConfig, shape: ModelShape) -> Model | None:
     """The loading chain of this checkpoint; None when its architecture is not in vLLM's
-    registry (kvscale then applies Llama's rules)."""
+    registry (kvscale then applies Llama's rules). Asked once per tensor with the same two
+    objects: the last answer is kept for them (hashing a ModelShape per tensor would cost more
+    than the routing)."""
+    disabled = mla_disabled()
+    last = _LAST[0]
+    if last is not None and last[0] is quant and last[1] is shape and last[2] == disabled:
+        return last[3]
     method = modelopt_method(quant.raw) or quant.raw_method
-    return _model_of(shape, quant.raw is not None, quant.quant_method, method, mla_disabled())
+    model = _model_of(shape, quant.raw is not None, quant.quant_method, method, disabled)
+    _LAST[0] = (quant, shape, disabled, model)
+    return model
+
+
+_LAST: list[tuple[QuantConfig, ModelShape, bool, Model | None] | None] = [None]
 
 
 @lru_cache(maxsize=64)
