@@ -182,8 +182,12 @@ def compare(name: str, report: ScaleReport) -> list[str]:
                 if sources.get(tensor) != kind:
                     mismatches.append(f"{tensor}: vLLM loads it as {kind}, kvscale does not")
                 continue
-            if unmapped.get(tensor) is None:
+            item = unmapped.get(tensor)
+            if item is None:
                 mismatches.append(f"{tensor}: vLLM does not load it; kvscale reports nothing")
+            elif item.fails and not (g["error"] and tensor == g["tensors"][-1]["name"]):
+                # vLLM went past it: only the last tensor fed before a refusal raised
+                mismatches.append(f"{tensor}: vLLM drops it; kvscale says the loader raises")
         # The names maybe_remap_kv_scale_name received and dropped (vLLM warns "... is not
         # loaded"): kvscale reports the tensor dropped under that very name (the loader order).
         fed = {t["name"] for t in g["tensors"]}

@@ -441,6 +441,7 @@ _WALKED_KINDS = frozenset(
     ["attention-without-quant_config", "no-kv-holder", "mla-custom", "fixed-scales"]
 )
 _UNWALKED_KINDS = frozenset(["attention-custom-loader", "dynamic", "unresolved"])
+_NO_SCALE_KINDS = frozenset(["no-kv-holder", "mla-custom", "fixed-scales"])
 
 
 def _walked(model: placement.Model) -> bool:
@@ -498,6 +499,11 @@ def _no_method_reason(model: placement.Model, quant: QuantConfig) -> str:
             f"{model.arch} builds its attention without quant_config ({facts.resolved}): no KV "
             "method, so no scale parameter exists, whatever the quant method"
         )
+    if "custom-mla" in facts.holders and "Attention" not in facts.holders:
+        return (
+            f"{model.arch}'s own MLA layer calls _init_kv_cache_quant, but no quant config gives "
+            f"it a KV method ({facts.resolved}): its scales stay 1.0"
+        )
     if "Attention" not in facts.holders and "MLAAttention" not in facts.holders:
         return f"{model.arch} builds no layer that holds KV-cache scales ({facts.resolved})"
     if quant.raw is None:
@@ -522,6 +528,22 @@ def _walk(tensor: str, file: str, context: NameContext, model: placement.Model) 
     if context.as_intended and layer is not None and kind is not None:
         # What the producer meant (normalize --checkpoint writes it under a name that loads).
         return Routed(mapped=MappedName(tensor, tensor, layer, kind, convention_of(tensor)))
+    if model.facts.kind in _NO_SCALE_KINDS:
+        # No layer holds a KV-scale parameter (DeepSeek-V4's own cache, Kimi-Linear's MLA
+        # layer); how their hand-written loaders treat the names is not in vLLM's executed
+        # evidence, so kvscale claims no refusal: the names reach nothing.
+        return Routed(
+            unmapped=UnmappedTensor(
+                tensor,
+                file,
+                tensor,
+                _no_method_reason(model, context.quant),
+                False,
+                "scales-not-loaded",
+                None,
+                layer,
+            )
+        )
     where = placement.place(tensor, model)
     if where.kind is not None and layer is not None:
         return Routed(

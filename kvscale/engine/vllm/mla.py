@@ -123,7 +123,11 @@ def apply_to_settings(
     dtype = model_kv_cache_dtype(options.requested_kv_cache_dtype, quant, shape, options)
     model = placement.model_of(quant, shape)
     has_method = bool(model is not None and model.params)
-    refusal = quant.refusal or (kv_dtype_refusal(dtype, quant) if has_method else None)
+    refusal = settings.refusal
+    if not has_method and refusal == kv_dtype_refusal(settings.kv_cache_dtype, quant):
+        refusal = None  # the check belongs to the KV method the MLA layer does not get
+    if refusal is None and has_method:
+        refusal = kv_dtype_refusal(dtype, quant)
     return replace(
         settings,
         kv_cache_dtype=dtype,
