@@ -7,7 +7,7 @@ mkdir -p "$out"
 export PYTHONPATH=.
 nvidia-smi -L
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(0))"
-python3 -m pytest -q -p no:cacheprovider tests/test_kernel_gpu.py tests/test_verify_gpu.py 2>&1 | tail -n 5
+python3 -m pytest -q -p no:cacheprovider tests/kernel/test_triton_cache_gpu.py tests/cli/test_verify_gpu.py 2>&1 | tail -n 5
 for ex in llm-compressor-fp8 llm-compressor-attn-head modelopt-fp8 broken; do
   python3 -m kvscale verify "examples/$ex" --gpu --json > "$out/verify-$ex.json"
   echo "verify --gpu examples/$ex: exit $?"

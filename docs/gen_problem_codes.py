@@ -3,7 +3,7 @@
     python docs/gen_problem_codes.py           # rewrite docs/problem-codes.md
     python docs/gen_problem_codes.py --check   # exit 1 when the file is out of date
 
-tests/test_docs_sync.py runs the check, so a new or edited code fails the tests until the page
+tests/project/test_docs.py runs the check, so a new or edited code fails the tests until the page
 is regenerated.
 """
 

@@ -16,13 +16,15 @@ errors are ``kvscale.errors.KVScaleError`` subclasses (``UsageError``, ``InputEr
     kvscale.calibrate("model", "calib.jsonl", "scales")        # CalibrationResult (transformers)
 
 Engine options are keyword arguments (``engine``, ``kv_cache_dtype``, ``platform``,
-``model_dtype``, ``attention_backend``), as on the command line; no policy file is read. Each
+``model_dtype``, ``attention_backend``, ``kv_cache_dtype_skip_layers``, ``gpu_arch``), as on the
+command line; no policy file is read. Each
 function imports what it needs when called: ``import kvscale`` stays cheap.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kvscale._version import __version__
@@ -46,8 +48,10 @@ def _options(
     platform: str | None,
     model_dtype: str | None,
     attention_backend: str | None,
+    kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
+    gpu_arch: str | None = None,
 ) -> EngineOptions:
-    from kvscale.engine.options import EngineOptions
+    from kvscale.engine.options import EngineOptions, parse_skip_layers
 
     # Validated by EngineOptions, as the command line's options are (no policy file is read).
     return EngineOptions(
@@ -56,6 +60,10 @@ def _options(
         platform=platform,  # type: ignore[arg-type]
         model_dtype=model_dtype,
         attention_backend=attention_backend,
+        kv_cache_dtype_skip_layers=None
+        if kv_cache_dtype_skip_layers is None
+        else parse_skip_layers(kv_cache_dtype_skip_layers),
+        gpu_arch=gpu_arch,
     )
 
 
@@ -67,13 +75,23 @@ def inspect(
     platform: str | None = None,
     model_dtype: str | None = None,
     attention_backend: str | None = None,
+    kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
+    gpu_arch: str | None = None,
     revision: str | None = None,
 ) -> ScaleReport:
     """What the engine holds for every attention layer of ``checkpoint`` (a local path,
     ``hf://ORG/NAME[@REV]`` or an https URL), with the problems found; reads no weights."""
     from kvscale.core.inspect import inspect_checkpoint
 
-    options = _options(engine, kv_cache_dtype, platform, model_dtype, attention_backend)
+    options = _options(
+        engine,
+        kv_cache_dtype,
+        platform,
+        model_dtype,
+        attention_backend,
+        kv_cache_dtype_skip_layers,
+        gpu_arch,
+    )
     return inspect_checkpoint(checkpoint, options, revision=revision)
 
 
@@ -87,6 +105,7 @@ def normalize(
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
     model_dtype: str | None = None,
+    kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
     revision: str | None = None,
 ) -> NormalizeResult:
     """Write the scales the engine uses explicitly into ``out`` (``kv_scales.json`` and
@@ -95,7 +114,9 @@ def normalize(
     from kvscale.core.normalize import NormalizeOptions, normalize_checkpoint
 
     options = NormalizeOptions(
-        engine=_options(engine, kv_cache_dtype, platform, model_dtype, None),
+        engine=_options(
+            engine, kv_cache_dtype, platform, model_dtype, None, kv_cache_dtype_skip_layers
+        ),
         checkpoint=checkpoint_copy,
         force=force,
         revision=revision,
@@ -111,12 +132,13 @@ def diff(
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
+    kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
 ) -> DiffResult:
     """Layer-by-layer changes from ``a`` to ``b`` (checkpoints, kv_scales.json or saved inspect
     JSON); ``result.ok`` is the gate (``max_rel_change``: symmetric, max(a/b, b/a) - 1)."""
     from kvscale.core.diff import diff_paths
 
-    options = _options(engine, kv_cache_dtype, platform, None, None)
+    options = _options(engine, kv_cache_dtype, platform, None, None, kv_cache_dtype_skip_layers)
     return diff_paths(a, b, options, max_rel_change)
 
 
@@ -130,6 +152,7 @@ def verify(
     engine: str | None = None,
     kv_cache_dtype: str | None = None,
     platform: str | None = None,
+    kv_cache_dtype_skip_layers: Sequence[str] | str | None = None,
     strict: bool = False,
     **model: Any,
 ) -> VerifyResult:
@@ -147,7 +170,7 @@ def verify(
         activations=Path(activations) if activations is not None else None,
         tokens=tokens,
         seed=seed,
-        engine=_options(engine, kv_cache_dtype, platform, None, None),
+        engine=_options(engine, kv_cache_dtype, platform, None, None, kv_cache_dtype_skip_layers),
         model=ModelOptions.for_data(**model),
         strict=strict,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from math import ceil
 
 
 class ScaleUse(str, Enum):
@@ -29,10 +30,61 @@ class ScaleUse(str, Enum):
     and head, per tile, per block); the checkpoint's scales are not read."""
     NONE = "none"
     """Unquantized (the model dtype, or a layer kept out of quantization): no scale is read."""
+    OUT_OF_TREE = "out-of-tree"
+    """No backend in the engine's own code writes this format (vLLM's ``fp8_inc``: Intel
+    Gaudi's vllm-gaudi plugin does): what the write does with the scales is not in the
+    engine's code, so kvscale cannot say."""
 
     @property
     def reads_checkpoint(self) -> bool:
         return self in (ScaleUse.DIVISOR, ScaleUse.GLOBAL_SCALE)
+
+
+@dataclass(frozen=True)
+class TurboQuantSlot:
+    """vLLM's TurboQuant slot: one packed K+V record per token and KV head
+    (``TurboQuantConfig``, model_executor/layers/quantization/turboquant/config.py)."""
+
+    key_bits: int
+    """8: FP8 keys (one byte per element); 3 or 4: Lloyd-Max codes plus an fp16 norm."""
+    value_bits: int
+    """Uniform value codes, plus an fp16 scale and an fp16 zero point."""
+
+    def bytes_per_kv_head(self, head_size: int, rope_dim: int | None = None) -> int:
+        # key_packed_size: head_dim bytes for FP8 keys, else ceil(head_dim * bits / 8) + 2;
+        # value_packed_size: ceil(head_dim * bits / 8) + 4; slot_size_aligned rounds the sum
+        # up to an even number (effective_head_size = slot // 2 must be integral).
+        key = head_size if self.key_bits == 8 else ceil(head_size * self.key_bits / 8) + 2
+        value = ceil(head_size * self.value_bits / 8) + 4
+        slot = key + value
+        return slot + slot % 2
+
+
+@dataclass(frozen=True)
+class OctaveSlot:
+    """vLLM's Octave slot (ROCm): ``[k_rope codes][k_nope codes][v codes][fp16 scales][pad]``
+    per token and KV head (``OctaveFormat.slot_bytes``, v1/attention/ops/rocm_octave.py)."""
+
+    value_bits: int
+    compact: bool
+    """Compact K: 3-bit codes for every dimension and one K scale (padded to 4 bytes)."""
+
+    def bytes_per_kv_head(self, head_size: int, rope_dim: int | None = None) -> int:
+        # K: 4-bit codes over the rotary dims and 3-bit over the rest (compact: 3-bit over all);
+        # V: value_bits codes; one fp16 scale per 64-dim K block (compact: one), one for V;
+        # padded to 8 bytes (compact: 4). The rotary dim is head_size * partial_rotary_factor
+        # (rope_dim_from_hf_config).
+        rope = head_size if rope_dim is None else rope_dim
+        wide = 0 if self.compact else rope
+        k_scales = 1 if self.compact else head_size // 64
+        raw = (
+            wide * 4 // 8
+            + (head_size - wide) * 3 // 8
+            + head_size * self.value_bits // 8
+            + 2 * (k_scales + 1)
+        )
+        align = 4 if self.compact else 8
+        return (raw + align - 1) // align * align
 
 
 @dataclass(frozen=True)
@@ -53,6 +105,9 @@ class CacheFormat:
     latent_row_bytes: int | None = None
     """Bytes of one MLA latent row per token, for the DeepSeek sparse formats whose row has a
     fixed layout (kv_lora_rank 512, rope 64)."""
+    slot: TurboQuantSlot | OctaveSlot | None = None
+    """A packed K+V record per token and KV head whose size is not per element (rounding,
+    alignment, the rotary dim)."""
     reference: str | None = None
     """The module of kvscale's reference writer (None: kvscale cannot measure this format)."""
 
@@ -63,9 +118,11 @@ class CacheFormat:
         head_size: int,
         model_dtype_bytes: int,
         latent_width: int | None = None,
+        rope_dim: int | None = None,
     ) -> float | None:
         """Cache bytes one token costs in one layer (K and V; an MLA latent row when
-        ``latent_width`` is given), or None when the layout is not modelled."""
+        ``latent_width`` is given), or None when the layout is not modelled. ``rope_dim``: the
+        rotary dims of a head (Octave), default all of them."""
         if latent_width is not None:
             if self.latent_row_bytes is not None:
                 return float(self.latent_row_bytes)
@@ -76,6 +133,8 @@ class CacheFormat:
             return None
         if self.scale_use is ScaleUse.NONE:
             return float(2 * num_kv_heads * head_size * model_dtype_bytes)
+        if self.slot is not None:
+            return float(num_kv_heads * self.slot.bytes_per_kv_head(head_size, rope_dim))
         if self.element_bits is None:
             return None
         return 2 * num_kv_heads * (head_size * self.element_bits / 8 + self.head_bytes)
@@ -170,34 +229,65 @@ FP4_MX_BLOCK16 = CacheFormat(
 )
 
 
-def _self_scaled(name: str, title: str) -> CacheFormat:
-    """A packed self-scaled format whose layout kvscale does not model (no bytes, no writer)."""
-    return CacheFormat(name, title, ScaleUse.IN_CACHE)
+FP8_INC = CacheFormat(
+    "fp8_inc",
+    "FP8 e4m3 for Intel Gaudi (vllm-gaudi plugin's INC); no in-tree vLLM backend writes it",
+    ScaleUse.OUT_OF_TREE,
+    element_bits=8,
+)
 
 
+def _turboquant(name: str, key_bits: int, value_bits: int, keys: str) -> CacheFormat:
+    return CacheFormat(
+        name,
+        f"TurboQuant {name.removeprefix('turboquant_')}: {keys}, {value_bits}-bit values with "
+        "an fp16 scale and zero point per vector, packed in one slot",
+        ScaleUse.IN_CACHE,
+        slot=TurboQuantSlot(key_bits, value_bits),
+    )
+
+
+_LLOYD_MAX = "keys as {}-bit Lloyd-Max codes after a Hadamard rotation, with an fp16 norm"
 TURBOQUANT = {
-    name: _self_scaled(
-        name,
-        f"TurboQuant {name.removeprefix('turboquant_')}: rotated, norm-scaled codes with "
-        "per-vector scales in the slot",
-    )
-    for name in (
-        "turboquant_k8v4",
-        "turboquant_4bit_nc",
-        "turboquant_k3v4_nc",
-        "turboquant_3bit_nc",
+    f.name: f
+    for f in (
+        _turboquant("turboquant_k8v4", 8, 4, "FP8 keys (no scale)"),
+        _turboquant("turboquant_4bit_nc", 4, 4, _LLOYD_MAX.format(4)),
+        _turboquant("turboquant_k3v4_nc", 3, 4, _LLOYD_MAX.format(3)),
+        _turboquant("turboquant_3bit_nc", 3, 3, _LLOYD_MAX.format(3)),
     )
 }
+
+
+def _octave(name: str, value_bits: int, compact: bool) -> CacheFormat:
+    keys = (
+        "3-bit keys with one fp16 scale"
+        if compact
+        else "4-bit rotary and 3-bit other key dims with an fp16 scale per 64"
+    )
+    return CacheFormat(
+        name,
+        f"Octave {name.removeprefix('octave_')} (ROCm): Hadamard-rotated {keys}, "
+        f"{value_bits}-bit values with an fp16 scale",
+        ScaleUse.IN_CACHE,
+        slot=OctaveSlot(value_bits, compact),
+    )
+
+
 OCTAVE = {
-    name: _self_scaled(
-        name,
-        f"Octave {name.removeprefix('octave_')} (ROCm): codes with an fp16 scale per 64-element "
-        "block in the slot",
+    f.name: f
+    for f in (
+        _octave("octave_k3v4", 4, False),
+        _octave("octave_k3v3", 3, False),
+        _octave("octave_k3v3_compact", 3, True),
     )
-    for name in ("octave_k3v4", "octave_k3v3", "octave_k3v3_compact")
 }
-ULTRAQUANT_4BIT = _self_scaled(
-    "ultraquant_4bit", "UltraQuant 4-bit: e2m1 values, a UE8M0 scale per 32, rotated keys"
+ULTRAQUANT_4BIT = CacheFormat(
+    "ultraquant_4bit",
+    "UltraQuant 4-bit (ROCm): e2m1 values, a UE8M0 scale per 32, Hadamard-rotated keys",
+    ScaleUse.IN_CACHE,
+    # ultraquant/format.slot_size: D/2 code bytes and D/32 scale bytes per side.
+    element_bits=4 + 8 / 32,
 )
 
 FORMATS: dict[str, CacheFormat] = {
@@ -207,6 +297,7 @@ FORMATS: dict[str, CacheFormat] = {
         FP8_E4M3,
         FP8_E5M2,
         FP8_E4M3FNUZ,
+        FP8_INC,
         NVFP4,
         NVFP4_4OVER6,
         INT8_PER_TOKEN_HEAD,

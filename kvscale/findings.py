@@ -25,6 +25,7 @@ from kvscale.engine.base import (
     UnmappedTensor,
 )
 from kvscale.floats import FLOAT_DTYPES, is_subnormal, round_to_dtype
+from kvscale.nvfp4_conventions import Nvfp4Report, Reading
 from kvscale.problems import Problem, Severity, problem
 
 UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "float32": 2.0**-24}
@@ -457,7 +458,9 @@ def model_problems(
     if (
         any_sources
         and not settings.uses_kv_scales
-        and model_use is not ScaleUse.IN_CACHE
+        # the layers the dtype applies to keep an unquantized cache (not a format that reads
+        # no scales, nor every layer kept out by the skip list: layers-kept-unquantized)
+        and model_use is ScaleUse.NONE
         and settings.refusal is None
         and settings.engine_path is not EnginePath.NONE
     ):
@@ -519,7 +522,16 @@ def _cache_problems(
     per-tensor divide: layers kept unquantized, self-scaled formats, MLA's unread v_scale, and
     skip entries that match nothing."""
     out: list[Problem] = []
-    kept = [lay for lay in layers if lay.cache is not None and lay.cache.skipped_by]
+    # A skipped layer a sparse MLA backend serves as fp8_ds_mla after all is not kept
+    # unquantized (its format says so).
+    kept = [
+        lay
+        for lay in layers
+        if lay.cache is not None
+        and lay.cache.skipped_by
+        and lay.cache.scale_use is ScaleUse.NONE
+        and lay.rule is not Rule.ERROR
+    ]
     if kept:
         reasons = sorted(
             {lay.cache.skipped_by for lay in kept if lay.cache and lay.cache.skipped_by}
@@ -599,6 +611,63 @@ def _cache_problems(
             problem(
                 "skip-entry-matches-nothing",
                 f"--kv-cache-dtype-skip-layers entry {entry!r} matches no attention layer ({why})",
+            )
+        )
+    return out
+
+
+def nvfp4_problems(report: Nvfp4Report, engine: str) -> list[Problem]:
+    """The NVFP4 global scales' convention when it cannot be known, and the engine x GPU x
+    convention readings that put block scales out of range (``kvscale.nvfp4_conventions``)."""
+    out: list[Problem] = []
+    if not report.layers:
+        return out
+    names = [layer.name for layer in report.layers]
+    if report.evidence.convention is None:
+        tops = {
+            (r.convention.value, r.gpus): r.largest_block_scale
+            for layer in report.layers[:1]
+            for r in layer.k
+        }
+        shown = "; ".join(
+            f"as {conv} on {gpus}: largest k block scale {top:.4g}"
+            for (conv, gpus), top in tops.items()
+        )
+        out.append(
+            problem(
+                "nvfp4-convention-unknown",
+                f"the NVFP4 global scales of {len(names)} layers may be amax/2688 or amax/448 "
+                f"({report.evidence.why}); {engine}, first layer {shown}",
+                layers=tuple(names),
+            )
+        )
+    groups: dict[tuple[str, str, str], list[tuple[str, str, Reading]]] = defaultdict(list)
+    for layer, kind, r in report.out_of_range():
+        groups[(r.convention.value, r.gpus, r.state)].append((layer, kind, r))
+    total = sum(bool(layer.k) + bool(layer.v) for layer in report.layers)
+    for (conv, gpus, state), items in groups.items():
+        worst = (
+            max(items, key=lambda i: i[2].largest_block_scale)
+            if state == "saturates"
+            else min(items, key=lambda i: i[2].largest_block_scale)
+        )[2]
+        what = (
+            f"the largest block scale reaches {worst.largest_block_scale:.4g}, above e4m3's 448: "
+            "the largest blocks saturate"
+            if state == "saturates"
+            else f"the largest block scale is {worst.largest_block_scale:.4g}, below the 74.7 "
+            f"of an amax/448 global scale: blocks with max |x| <= {worst.zero_block_below:.3g} "
+            "store zeros"
+        )
+        layers_named = sorted({layer for layer, _, _ in items}, key=layer_sort_key)
+        source = report.evidence.why if report.evidence.convention else f"read as {conv}"
+        out.append(
+            problem(
+                "nvfp4-block-scales-out-of-range",
+                f"{engine} on {gpus}: {len(items)} of {total} NVFP4 k/v global scales "
+                f"({conv} values, {source}; {_names(layers_named)}): {what}",
+                layers_named[0] if len(layers_named) == 1 else None,
+                layers=tuple(layers_named),
             )
         )
     return out

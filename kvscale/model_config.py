@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,11 @@ class ModelShape:
     qk_rope_head_dim: int | None = None
     """MLA: the width of the RoPE part ``k_pe`` cached beside the latent."""
     sliding_window: int | None = None
-    """The model-level sliding window (config.json ``sliding_window``), if any."""
+    """The model's sliding window as its Hugging Face config class holds it (config.json's
+    ``sliding_window``; None when 0, null, or turned off by ``use_sliding_window``)."""
+    hf_layer_types: tuple[str, ...] | None = None
+    """``layer_types`` as the Hugging Face config class holds them: config.json's, else what
+    the class derives from the config's pattern fields (:func:`derived_layer_types`)."""
     text_model_type: str | None = None
     """The text model's ``model_type`` (``text_config``'s when there is one: what vLLM's
     ``hf_text_config`` holds, e.g. ``kimi_k2`` under Kimi-K2.5's ``kimi_k25``)."""
@@ -92,13 +96,6 @@ class ModelShape:
         if self.kv_lora_rank is None:
             return None
         return self.kv_lora_rank + (self.qk_rope_head_dim or 0)
-
-    def layer_has_sliding_window(self, index: int) -> bool:
-        """``layer_types[index]`` is a sliding-window type; without ``layer_types``, every layer
-        of a model with a ``sliding_window``."""
-        if self.layer_types is not None:
-            return index < len(self.layer_types) and "sliding" in self.layer_types[index].lower()
-        return self.sliding_window is not None
 
 
 def show_value(value: Any) -> str:
@@ -183,10 +180,12 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         hidden = pick("hidden_size")
         valid_hidden = isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0
         head_size = hidden // heads if valid_hidden and heads else None
+    layers = _opt_int(source, "num_hidden_layers", where, MAX_LAYERS)
+    window = _sliding_window(config, text, where)
     return ModelShape(
         architectures=tuple(archs),
         model_type=model_type,
-        num_hidden_layers=_opt_int(source, "num_hidden_layers", where, MAX_LAYERS),
+        num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=_opt_int(heads_source, "num_key_value_heads", where, MAX_HEADS),
         config_dtype=dtype,
@@ -197,7 +196,10 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         head_size=head_size or None,
         kv_lora_rank=_mla_dim(config, text, "kv_lora_rank", where),
         qk_rope_head_dim=_mla_dim(config, text, "qk_rope_head_dim", where),
-        sliding_window=_sliding_window(config, text, where),
+        sliding_window=window,
+        hf_layer_types=layer_types
+        if layer_types is not None
+        else derived_layer_types(text.get("model_type") or model_type, layers, window, pick),
         text_model_type=text["model_type"]
         if isinstance(text.get("model_type"), str)
         else model_type,
@@ -260,13 +262,73 @@ def _mla_dim(
     return value or None
 
 
+_WINDOW_NEEDS_SWITCH = frozenset(["qwen2", "qwen3", "qwen2_moe", "qwen3_moe"])
+"""Model types whose config class keeps ``sliding_window`` only with ``use_sliding_window``
+true, which defaults to false (transformers ``Qwen2Config.__post_init__`` and its kin)."""
+
+
 def _sliding_window(config: Mapping[str, Any], text: Mapping[str, Any], where: str) -> int | None:
     """config.json's ``sliding_window`` unless ``use_sliding_window`` is false (Qwen2 keeps the
-    number but turns the window off)."""
+    number but turns the window off; its config class defaults the switch to false). 0 is no
+    window: vLLM's ``ModelConfig.__post_init__`` sets it to None (config/model.py)."""
     source = config if config.get("sliding_window") is not None else text
-    if source.get("use_sliding_window") is False:
+    model_type = text.get("model_type") or config.get("model_type")
+    switch = source.get("use_sliding_window")
+    if switch is False or (switch is None and model_type in _WINDOW_NEEDS_SWITCH):
         return None
     return _opt_int(source, "sliding_window", where) or None
+
+
+def _every(pattern: int, index: int) -> str:
+    """Gemma-style patterns: every ``pattern``-th layer (1-based) is full attention."""
+    return "sliding_attention" if (index + 1) % pattern else "full_attention"
+
+
+def _config_int(pick: Callable[[str], Any], key: str, default: int, least: int) -> int:
+    """An integer config field as the class uses it, or its class default."""
+    value = pick(key)
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= least
+    return value if valid else default
+
+
+def derived_layer_types(
+    model_type: str | None,
+    num_hidden_layers: int | None,
+    sliding_window: int | None,
+    pick: Callable[[str], Any],
+) -> tuple[str, ...] | None:
+    """The ``layer_types`` a Hugging Face config class (transformers 5.x) derives in its
+    ``__post_init__`` when config.json has none, for the model types with sliding-window
+    layers; None for the others (their class keeps None). vLLM reads ``hf_text_config
+    .layer_types`` after the class ran, for which layers slide and whether the model-level
+    window applies (engine/arg_utils.py ``create_engine_config``)."""
+    n = num_hidden_layers or 0
+    if model_type == "gemma2" or model_type == "gpt_oss":
+        # Gemma2Config, GptOssConfig: every second layer is full attention.
+        return tuple(_every(2, i) for i in range(n))
+    if model_type in ("gemma3", "gemma3_text"):
+        # Gemma3TextConfig: the legacy int sliding_window_pattern, default 6.
+        pattern = _config_int(pick, "sliding_window_pattern", 6, 1)
+        return tuple(_every(pattern, i) for i in range(n))
+    if model_type == "cohere2":
+        pattern = _config_int(pick, "sliding_window_pattern", 4, 1)
+        return tuple(_every(pattern, i) for i in range(n))
+    if model_type in ("qwen2", "qwen3"):
+        # Qwen2Config/Qwen3Config: layers from max_window_layers on slide, if a window is on.
+        first = _config_int(pick, "max_window_layers", 28, 0)
+        return tuple(
+            "sliding_attention" if sliding_window is not None and i >= first else "full_attention"
+            for i in range(n)
+        )
+    if model_type == "qwen2_moe":
+        first = _config_int(pick, "max_window_layers", 28, 0)
+        return tuple(
+            "sliding_attention"
+            if (i + 1) % 2 and i < first and sliding_window is not None
+            else "full_attention"
+            for i in range(n)
+        )
+    return None
 
 
 @dataclass(frozen=True)

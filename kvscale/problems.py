@@ -180,6 +180,26 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "(kvscale plan compares them).",
     ),
     ProblemCode(
+        "nvfp4-convention-unknown",
+        INFO,
+        "The checkpoint's NVFP4 k/v values are a global scale, but producers write it under two "
+        "conventions (amax/2688 before ModelOpt 0.42, amax/448 since) and nothing in this "
+        "checkpoint says which: the engine's block scales differ 6x between the two readings, "
+        "both of which are reported (JSON: nvfp4.layers).",
+        "Check the producer and its version; kvscale normalize --nvfp4-convention-from "
+        "amax/448|amax/2688 --nvfp4-convention TARGET rewrites the values for a known target.",
+    ),
+    ProblemCode(
+        "nvfp4-block-scales-out-of-range",
+        W,
+        "What the engine computes from the NVFP4 global scale puts the per-16 e4m3 block scales "
+        "outside the range the format is used with: above 448 the largest blocks saturate; with "
+        "a global scale above amax/448 every block scale shrinks (SGLang's x6 on SM100 applied "
+        "to an amax/448 checkpoint leaves the largest at 12.4) and more blocks store zeros.",
+        "Rewrite the values for the engine and GPU (kvscale normalize --nvfp4-convention "
+        "engine --gpu-arch ARCH), or recalibrate (kvscale calibrate --kv-cache-dtype nvfp4).",
+    ),
+    ProblemCode(
         "layers-kept-unquantized",
         INFO,
         "--kv-cache-dtype-skip-layers (or a format's own boundary layers, e.g. TurboQuant's "
@@ -191,8 +211,8 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "skip-entry-matches-nothing",
         W,
         "A --kv-cache-dtype-skip-layers entry matches no attention layer: vLLM compares it "
-        "with str(layer index) (so '01' or '0,31' never match) or with 'sliding_window', "
-        "which MLA layers ignore.",
+        "with str(layer index) (so '01' or ' 1' never match) or with 'sliding_window', which "
+        "matches only layers with a sliding window and which MLA layers ignore.",
         "Give plain layer indices (vLLM: --kv-cache-dtype-skip-layers 0 31) or sliding_window.",
     ),
     ProblemCode(
@@ -212,9 +232,23 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
         "backend-unsupported-dtype",
         E,
-        "The chosen attention backend does not support this KV-cache dtype (its "
-        "supported_kv_cache_dtypes): the engine refuses to start with it.",
-        "Choose a backend that lists the dtype, or another --kv-cache-dtype.",
+        "No attention backend can run these layers with their KV-cache dtype: the one chosen "
+        "with --attention-backend refuses it (vLLM's validate_configuration: the dtype, or the "
+        "head size, GPU or model kind it needs with it), or, without the flag, no backend of "
+        "the engine takes this dtype for this model (fp8_ds_mla on a model without MLA, "
+        "Octave on an NVIDIA GPU). The engine refuses to start.",
+        "Choose a backend that runs the dtype (kvscale inspect names them), or another "
+        "--kv-cache-dtype.",
+    ),
+    ProblemCode(
+        "no-in-tree-backend",
+        W,
+        "No attention backend in the engine's own code runs this KV-cache dtype: the engine "
+        "starts only with a platform plugin that brings one (vLLM's fp8_inc: Intel Gaudi's "
+        "vllm-gaudi). kvscale resolves the scales by the engine's rules, but what the "
+        "plugin's cache write does with them is not in the engine's code.",
+        "Serve with the plugin and check what its cache write reads, or choose a dtype an "
+        "in-tree backend runs (fp8 for a per-tensor FP8 cache).",
     ),
     ProblemCode(
         "scales-without-quant-config",
@@ -485,6 +519,16 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "Compare both with kvscale diff TARGET DIR/checkpoint.",
     ),
     ProblemCode(
+        "calibrated-scales-not-loaded",
+        W,
+        "calibrate: the engine's loader takes no checkpoint name for these layers' k/v scales "
+        "(vLLM 0.33.0's DeepSeek-family loaders, for MLA layers), so it runs them at 1.0 "
+        "whatever a checkpoint holds: kv_scales.json/.safetensors hold the calibrated values, "
+        "and a --checkpoint copy carries no scale for these layers.",
+        "Serve with an engine that loads them (kvscale calibrate --engine sglang writes "
+        "self_attn.k_proj.k_scale), or measure what 1.0 costs: kvscale verify DIR --data FILE.",
+    ),
+    ProblemCode(
         "json-scales-disagree",
         W,
         "normalize --format sglang-json: SGLang's --quantization-param-path file holds one scale "
@@ -512,9 +556,13 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
     ProblemCode(
         "kv-dtype-promoted",
         W,
-        "normalize: the effective KV-cache dtype does not use k/v scales, so the values written "
-        "are those of --kv-cache-dtype fp8 (loading the copy is unchanged).",
-        "Pass the --kv-cache-dtype you serve with to silence this.",
+        "normalize: the effective KV-cache dtype reads no k/v scales (unquantized, or a format "
+        "that computes its own scales when K/V are written, such as the per-token-head ones), "
+        "or the skip list keeps some layers unquantized; the values written for those layers "
+        "are those of --kv-cache-dtype fp8 (or the layer's dtype without the skip list), so "
+        "loading the copy is unchanged and the calibrated scales stay in it.",
+        "Normalize for the --kv-cache-dtype you serve with; a dtype that computes its own "
+        "scales has nothing to normalize.",
     ),
     ProblemCode(
         "default-made-explicit",

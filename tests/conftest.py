@@ -28,8 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-import typer.testing
 from support.checkpoints import (
     ct_config,
     fp8_config,
@@ -42,24 +40,16 @@ from support.checkpoints import (
 from support.hostile import HostileRunner
 from support.hub_server import HubServer
 
-# --- typer's CliRunner builds the click command once ---------------------------------------------
-# ``CliRunner.invoke(app, ...)`` converts every command's signature to click parameters on each
-# call (~10 ms; a third of the suite's time over ~1,800 invocations). A click command is built
-# to be invoked many times (module-level click apps are), and the callbacks it wraps look up
-# kvscale's modules when they run, so monkeypatching those still reaches the command.
-
-_built_commands: dict[int, Any] = {}
-_build_command = typer.testing._get_command
+# --- one intra-op thread -------------------------------------------------------------------------
 
 
-def _built_once(app: typer.Typer) -> Any:
-    key = id(app)
-    if key not in _built_commands:
-        _built_commands[key] = (app, _build_command(app))
-    return _built_commands[key][1]
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests' tensors are tiny: a second intra-op thread only adds synchronisation, and
+    OpenMP's waiting threads spin. (On the shared 2-core machine the model and calibrate tests
+    took 36 s of CPU with torch's default two threads, 6 s with one.)"""
+    import torch
 
-
-typer.testing._get_command = _built_once  # type: ignore[attr-defined]
+    torch.set_num_threads(1)
 
 
 # --- fixtures -----------------------------------------------------------------------------------
@@ -205,3 +195,20 @@ def fast() -> Any:
         max_retry_wait=0.5,
         retry_budget=1.0,
     )
+
+
+@pytest.fixture(scope="session")
+def mla_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Tiny random MLA models (``support.models.MLA_KINDS``), each saved once per session:
+    ``mla_model_dir("deepseek_v3")`` -> its directory. Needs transformers (the caller skips)."""
+    built: dict[str, Path] = {}
+    root = tmp_path_factory.mktemp("mla-models")
+
+    def get(kind: str) -> Path:
+        if kind not in built:
+            from support.models import save_tiny
+
+            built[kind] = save_tiny(kind, root / kind)
+        return built[kind]
+
+    return get

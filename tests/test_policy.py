@@ -1,17 +1,13 @@
-"""Policy: --strict, --fail-on, --allow; policy files (kvscale.toml, [tool.kvscale]), discovery."""
+"""kvscale.policy: which problems fail (--strict, --fail-on, --allow); policy files (kvscale.toml,
+[tool.kvscale]) and their discovery."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.checkpoints import quant_config
-from typer.testing import CliRunner
 
-from kvscale.cli import app
 from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
 from kvscale.policy import (
@@ -23,52 +19,6 @@ from kvscale.policy import (
     resolve_policy_file,
 )
 from kvscale.problems import Problem, Severity
-
-runner = CliRunner()
-
-CT_QC = quant_config("compressed-tensors")
-
-
-def write_ckpt(directory: Path, scales: list[tuple[float, float]]) -> Path:
-    """A compressed-tensors Llama checkpoint with one (k, v) float32 pair per layer."""
-    import torch
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True)
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "num_hidden_layers": len(scales),
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "torch_dtype": "bfloat16",
-        "quantization_config": CT_QC,
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    tensors = {}
-    for i, (k, v) in enumerate(scales):
-        tensors[f"model.layers.{i}.self_attn.k_scale"] = torch.tensor(k, dtype=torch.float32)
-        tensors[f"model.layers.{i}.self_attn.v_scale"] = torch.tensor(v, dtype=torch.float32)
-    save_file(tensors, str(directory / "model.safetensors"))
-    return directory
-
-
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A repository root (with .git) holding a checkpoint whose only problem is a warning:
-    layer 1's k_scale is exactly 1.0 (scale-equals-default). The cwd is the repository."""
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    write_ckpt(root / "ckpt", [(0.0234375, 0.015625), (1.0, 0.015625)])
-    monkeypatch.chdir(root)
-    return root
-
-
-def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
-    return runner.invoke(app, list(args), env={"GITHUB_ACTIONS": "", **(env or {})})
-
-
-# --- Policy semantics -----------------------------------------------------------------------
 
 
 def _p(code: str, severity: Severity) -> Problem:
@@ -108,9 +58,6 @@ def test_parse_codes_splits_and_rejects_unknown() -> None:
     }
     with pytest.raises(UsageError, match="'nope' in --allow"):
         parse_codes(["nope"], "--allow")
-
-
-# --- policy files ---------------------------------------------------------------------------
 
 
 def test_kvscale_toml_top_level_keys(tmp_path: Path) -> None:
@@ -199,9 +146,6 @@ def test_python_310_without_tomli_is_a_clear_usage_error(
     assert str(path) in info.value.message
 
 
-# --- discovery ------------------------------------------------------------------------------
-
-
 def test_discovery_walks_up_to_the_repository_root(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     deep = root / "a" / "b"
@@ -251,84 +195,3 @@ def test_resolve_policy_file(tmp_path: Path) -> None:
     assert resolve_policy_file(None, discover=False, start=tmp_path) is None
     named = resolve_policy_file(other, start=tmp_path)
     assert named is not None and named.policy == Policy(allow=frozenset({"precision-lost"}))
-
-
-# --- the CLI --------------------------------------------------------------------------------
-
-
-def test_cli_without_policy_file_warning_passes(repo: Path) -> None:
-    result = invoke("inspect", "ckpt", "--json")
-    assert result.exit_code == 0
-    doc = json.loads(result.stdout)
-    assert [(p["code"], p["fails"]) for p in doc["problems"]] == [("scale-equals-default", False)]
-    assert doc["strict"] is False
-
-
-def test_cli_policy_file_strict_fails_and_no_policy_ignores_it(repo: Path) -> None:
-    (repo / "kvscale.toml").write_text("strict = true\n")
-    result = invoke("inspect", "ckpt", "--json")
-    assert result.exit_code == 1
-    doc = json.loads(result.stdout)
-    assert doc["strict"] is True and doc["ok"] is False
-    assert [(p["code"], p["fails"]) for p in doc["problems"]] == [("scale-equals-default", True)]
-    assert result.stderr == ""
-    ignored = invoke("inspect", "ckpt", "--json", "--no-policy")
-    assert ignored.exit_code == 0
-    assert json.loads(ignored.stdout)["ok"] is True
-
-
-def test_cli_discovers_policy_from_a_subdirectory(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (repo / "pyproject.toml").write_text('[tool.kvscale]\nfail_on = ["scale-equals-default"]\n')
-    monkeypatch.chdir(repo / "ckpt")
-    assert invoke("inspect", ".").exit_code == 1
-
-
-def test_cli_options_win_over_the_file(repo: Path) -> None:
-    (repo / "kvscale.toml").write_text(
-        'fail_on = ["scale-equals-default"]\nkv_cache_dtype = "fp8_e4m3"\n'
-    )
-    from_file = invoke("inspect", "ckpt", "--json")
-    assert from_file.exit_code == 1
-    assert json.loads(from_file.stdout)["kv_cache_dtype"] == "fp8_e4m3"
-    overridden = invoke(
-        "inspect", "ckpt", "--json", "--allow", "scale-equals-default", "--kv-cache-dtype", "fp8"
-    )
-    assert overridden.exit_code == 0
-    doc = json.loads(overridden.stdout)
-    assert doc["kv_cache_dtype"] == "fp8" and doc["ok"] is True
-
-
-def test_cli_fail_on_overrides_file_allow(repo: Path) -> None:
-    (repo / "kvscale.toml").write_text('allow = ["scale-equals-default"]\nstrict = true\n')
-    assert invoke("inspect", "ckpt").exit_code == 0
-    assert invoke("inspect", "ckpt", "--fail-on", "scale-equals-default").exit_code == 1
-
-
-def test_cli_explicit_policy_file(repo: Path, tmp_path: Path) -> None:
-    elsewhere = tmp_path / "release-policy.toml"
-    elsewhere.write_text("strict = true\n")
-    assert invoke("inspect", "ckpt", "--policy", str(elsewhere)).exit_code == 1
-
-
-@pytest.mark.parametrize(
-    ("content", "args", "needle"),
-    [
-        ("bogus = 1\n", [], "kvscale.toml: unknown key 'bogus'"),
-        ('allow = ["nope"]\n', [], "kvscale.toml: unknown problem code 'nope' in allow"),
-        (None, ["--policy", "missing.toml"], "missing.toml: policy file not found"),
-        (None, ["--policy", "x.toml", "--no-policy"], "--policy and --no-policy exclude"),
-        (None, ["--allow", "scale-zero", "--fail-on", "scale-zero"], "scale-zero given to both"),
-    ],
-)
-def test_cli_policy_usage_errors_exit_2(
-    repo: Path, content: str | None, args: list[str], needle: str
-) -> None:
-    if content is not None:
-        (repo / "kvscale.toml").write_text(content)
-    result = invoke("inspect", "ckpt", *args)
-    assert result.exit_code == 2
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("kvscale: error: ") and needle in lines[0]

@@ -16,9 +16,9 @@ path (``quant_param_json`` cases; ``normalize --format sglang-json`` writes that
 ``SGLANG_ENABLE_WEIGHT_LOADER_V2=1`` (the ``v2`` loader cases; the default loader is legacy).
 
 Architectures other than Llama (group ``sgl-arch``) run their own ``load_weights``; kvscale
-reads what each does from ``kvscale/engine/sglang/architectures.py``, which
-tests/parity/sglang_architectures.py derives from SGLang's source (``architectures_up_to_date``
-re-derives it). SGLang's RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its
+reads what each does from ``kvscale/engine/sglang/architectures.py``, rendered from the
+evidence tests/parity/sglang_architectures.py derives from SGLang's source (both checked by
+tests/parity/test_tables.py). SGLang's RadixAttention of DeepSeek MLA is ``self_attn.attn_mqa`` (its
 ``attn_mha`` companion, recorded apart, keeps the 1.0 default); kvscale calls the layer
 ``self_attn.attn`` like every other.
 """
@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -54,13 +52,75 @@ def _load(name: str, file: str) -> ModuleType:
 
 SHARED = _load("kvscale_parity_cases", "cases.py")
 SGL = _load("kvscale_parity_sglang_cases", "sglang_cases.py")
-ALL_CASES = {**SHARED.CASES_BY_NAME, **SGL.CASES_BY_NAME}
+MODELS = _load("kvscale_parity_sglang_model_cases", "sglang_model_cases.py")
+ALL_CASES = {**SHARED.CASES_BY_NAME, **SGL.CASES_BY_NAME, **MODELS.CASES_BY_NAME}
 NOT_MODELLED = {
     name
     for name, gold in GOLDEN["cases"].items()
     if gold["options"].get("weight_loader") != "legacy" or gold.get("quantization_param_path")
 }
 COMPARED = sorted(name for name in GOLDEN["cases"] if name not in NOT_MODELLED)
+
+# Recorded from SGLang's own code, not yet modelled by kvscale (issues 22 and 23; the rules
+# are in the sglang-oracle report): each is expected to disagree until kvscale implements
+# the rule, and strictly so: a case that starts to agree must leave this table.
+PENDING: dict[str, tuple[str, ...]] = {
+    "no KV method: the architecture's RadixAttention gets no quant_config, so SGLang holds "
+    "no KV scales and drops every name (sglang_architectures.json: kv_method)": (
+        "sgl_arch_qwen3_llmc",
+        "sgl_arch_qwen3_modelopt",
+        "sgl_arch_qwen3_quark",
+        "sgl_model_llama4_llmc",
+        "sgl_model_llama4_modelopt",
+        "sgl_model_llama4_quark",
+    ),
+    "layer names: SGLang's module path differs from the checkpoint prefix (multimodal "
+    "language_model.model, NemotronH backbone -> model, Falcon-H1 layers.N.attn, "
+    "Mistral-format layers.N.attention)": (
+        "sgl_model_falconh1_llmc",
+        "sgl_model_falconh1_modelopt",
+        "sgl_model_falconh1_quark",
+        "sgl_model_nemotronh_llmc",
+        "sgl_model_nemotronh_modelopt",
+        "sgl_model_nemotronh_quark",
+        "sgl_mla_mistrallarge3_modelopt",
+        "sgl_mm_gemma3_lm_model_canonical",
+        "sgl_mm_gemma3_lm_model_llmc",
+        "sgl_mm_gemma3_model_lm_canonical",
+        "sgl_mm_gemma3_model_lm_llmc",
+        "sgl_mm_gemma3_model_lm_modelopt",
+        "sgl_mm_gemma3_model_lm_quark",
+        "sgl_mm_llama4_lm_model_canonical",
+        "sgl_mm_llama4_lm_model_llmc",
+        "sgl_mm_llama4_lm_model_modelopt",
+        "sgl_mm_llama4_lm_model_quark",
+        "sgl_mm_llama4_model_lm_canonical",
+        "sgl_mm_llama4_model_lm_llmc",
+        "sgl_mm_llama4_model_lm_modelopt",
+        "sgl_mm_llama4_model_lm_quark",
+        "sgl_mla_kimivl_llmc",
+        "sgl_mla_kimivl_mqa",
+    ),
+    "MLA loaders other than DeepSeek-V3's: Kimi-Linear / Kimi-VL load no KV-scale name, "
+    "GLM-4.7-Flash and Sarvam only attn_mqa.*, MiniCPM3 refuses any (KeyError)": (
+        "sgl_mla_glm4moelite_mqa",
+        "sgl_mla_kimilinear_llmc",
+        "sgl_mla_kimilinear_modelopt",
+        "sgl_mla_kimilinear_mqa",
+        "sgl_mla_kimivl_modelopt",
+        "sgl_mla_minicpm3_llmc",
+        "sgl_mla_minicpm3_modelopt",
+        "sgl_mla_minicpm3_mqa",
+    ),
+}
+_PENDING_REASON = {name: rule for rule, names in PENDING.items() for name in names}
+
+
+def _compared(name: str) -> Any:
+    reason = _PENDING_REASON.get(name)
+    if reason is None:
+        return name
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
 def _enc(value: Any) -> str:
@@ -73,7 +133,7 @@ def _kvscale_layer(radix_attention: str) -> str:
 
 
 def test_golden_is_complete() -> None:
-    assert GOLDEN["schema"] == "kvscale.sglang-parity/1"
+    assert GOLDEN["schema"] == "kvscale.sglang-parity/2"
     assert GOLDEN["provenance"]["sglang_version"] == "0.5.23"
     recorded = set(GOLDEN["cases"]) | set(GOLDEN["skipped"])
     assert recorded == set(ALL_CASES), "regenerate tests/parity/sglang_expected.json"
@@ -86,7 +146,12 @@ def test_golden_is_complete() -> None:
     assert len(COMPARED) > 200
 
 
-@pytest.mark.parametrize("name", COMPARED, ids=COMPARED)
+def test_pending_cases_are_recorded() -> None:
+    assert set(_PENDING_REASON) <= set(COMPARED)
+    assert len(_PENDING_REASON) == sum(len(names) for names in PENDING.values())
+
+
+@pytest.mark.parametrize("name", [_compared(n) for n in COMPARED], ids=COMPARED)
 def test_inspect_matches_sglang(name: str, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -197,38 +262,3 @@ def test_llama_class_is_names_remap() -> None:
             else:
                 assert kind == "drop" and got.dropped is not None, (tail, has, got)
                 assert (recorded or "").endswith(got.dropped), (tail, has, got, recorded)
-
-
-def test_every_registered_architecture_is_classified() -> None:
-    from kvscale.engine.sglang import architectures as A
-
-    assert set(A.ARCHITECTURES).isdisjoint(A.NOT_PROBED)
-    assert len(A.ARCHITECTURES) + len(A.NOT_PROBED) > 250
-    for arch in A.ARCHITECTURES.values():
-        assert arch.loader in A.LOADER_CLASSES
-    for name, cls in A.LOADER_CLASSES.items():
-        assert set(cls.kv) == set(A.PROBE_TAILS), name
-        assert A.ARCHITECTURES[name].loader == name  # a class is named after a member
-
-
-@pytest.mark.skipif(
-    not os.environ.get("KVSCALE_SGLANG_SRC"),
-    reason="set KVSCALE_SGLANG_SRC to an extracted SGLang 0.5.23 source tree to re-derive "
-    "kvscale/engine/sglang/architectures.py from its model files",
-)
-@pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="running SGLang's loaders needs torch"
-)
-def test_architectures_up_to_date() -> None:
-    """Re-run every registered architecture's load_weights (about a minute on 2 cores) and
-    compare with the committed table."""
-    script = PARITY / "sglang_architectures.py"
-    proc = subprocess.run(
-        [sys.executable, str(script), "--sglang-src", os.environ["KVSCALE_SGLANG_SRC"], "--check"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])

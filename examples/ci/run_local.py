@@ -22,7 +22,7 @@ GitHub):
 * GitLab CI (``gitlab-ci.yml``): the job's ``script:`` lines in one shell, as the runner does,
   with the job's variables;
 * pre-commit (``.pre-commit-hooks.yaml``): the files the hook's ``files`` pattern selects, passed
-  to its ``entry`` (``tests/test_precommit.py`` runs the real ``pre-commit try-repo``);
+  to its ``entry`` (``tests/project/test_precommit.py`` runs the real ``pre-commit try-repo``);
 * the trap the templates avoid: ``kvscale inspect`` on the LFS pointer files exits 2.
 
 Every read of a ``.safetensors`` file from the Hub must be a ranged GET (no weights downloaded).
@@ -35,7 +35,7 @@ kvscale`` in ``KVSCALE_PACKAGE`` becomes ``git+file://`` of a snapshot of this w
 what gets installed). It then checks that the environment has no torch, safetensors or triton
 (the light install) and runs the scenarios with that environment's ``kvscale``. pip needs its
 package index for typer, rich, huggingface_hub and setuptools. Without ``--install`` the
-scenarios use the ``kvscale`` next to this Python (``tests/test_ci_examples.py`` runs them so).
+scenarios use the ``kvscale`` next to this Python (``tests/project/test_ci_templates.py`` runs them so).
 
 Exits 1 when any expectation fails. The YAML files are read with PyYAML when it is installed,
 else with a small reader for the subset they use (block mappings and lists, ``|`` blocks, quoted

@@ -14,10 +14,12 @@ from kvscale.cli.params import (
     EngineOpt,
     ForceOpt,
     FormatOpt,
+    GpuArchOpt,
     JsonOpt,
     KVCacheDtypeOpt,
     ModelDtypeOpt,
     NoPolicyOpt,
+    Nvfp4ConventionOpt,
     OutDirOpt,
     PlatformOpt,
     PolicyOpt,
@@ -36,13 +38,19 @@ Examples:
 
   kvscale calibrate ./bf16-model --data calib.jsonl --out ./kv --checkpoint \\
       --target ./fp8-release --strategy head --holdout 0.1
+
+  kvscale calibrate ./model --data calib.jsonl --out ./nvfp4 --checkpoint \
+      --kv-cache-dtype nvfp4 --engine sglang --gpu-arch sm100
 """
 
 SCALE_HELP = (
     "Scale per layer and kind: max(amax x headroom / 448, min-scale) in float32, amax the "
     "largest |K| (|V|) of every calibration token as the engine caches it (post-RoPE, before "
     "GQA repetition). Large models spread over the GPUs of one host with --device auto "
-    "(accelerate's device_map). Nothing is written when a layer's K/V hold NaN/inf (exit 1)."
+    "(accelerate's device_map). Nothing is written when a layer's K/V hold NaN/inf (exit 1). "
+    "--kv-cache-dtype nvfp4 writes NVFP4 global scales instead: amax / 448 or amax / 2688, "
+    "the convention the engine turns into amax / 448 on --gpu-arch (--nvfp4-convention "
+    "chooses)."
 )
 
 
@@ -188,6 +196,8 @@ def calibrate(
     kv_cache_dtype: KVCacheDtypeOpt = None,
     platform: PlatformOpt = None,
     model_dtype: ModelDtypeOpt = None,
+    gpu_arch: GpuArchOpt = None,
+    nvfp4_convention: Nvfp4ConventionOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
@@ -195,7 +205,8 @@ def calibrate(
     fmt: FormatOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Compute FP8 KV-cache scales from the model's own activations and write them.
+    """Compute FP8 KV-cache scales (or, with --kv-cache-dtype nvfp4, NVFP4 global scales) from
+    the model's own activations and write them.
 
     Runs MODEL over the calibration data, observes K and V where the engine caches them, and
     writes kv_scales.json (with the statistic, per layer) and kv_scales.safetensors; with
@@ -215,6 +226,7 @@ def calibrate(
         kv_cache_dtype=kv_cache_dtype,
         platform=platform,
         model_dtype=model_dtype,
+        gpu_arch=gpu_arch,
         policy_path=policy_path,
         no_policy=no_policy,
     )
@@ -233,6 +245,7 @@ def calibrate(
         engine=settings.options,
         force=force,
         max_memory=parse_max_memory(max_memory) if max_memory is not None else None,
+        nvfp4_convention=nvfp4_convention,
     )
     output = output_for(json_output, quiet, fmt.value if fmt else None)
     with output.progress() as progress:

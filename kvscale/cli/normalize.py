@@ -17,6 +17,8 @@ from kvscale.cli.params import (
     ModelDtypeOpt,
     NoPolicyOpt,
     NormalizeFormatOpt,
+    Nvfp4ConventionFromOpt,
+    Nvfp4ConventionOpt,
     OutDirOpt,
     PlatformOpt,
     PolicyOpt,
@@ -39,6 +41,9 @@ Examples:
   kvscale normalize ./model --out ./for-sglang --checkpoint --engine sglang
 
   kvscale normalize ~/.cache/huggingface/hub/models--ORG--NAME --out ./out --force
+
+  kvscale normalize ./nvfp4-model --out ./for-b200 --checkpoint --engine sglang \
+      --kv-cache-dtype nvfp4 --gpu-arch sm100 --nvfp4-convention engine
 """
 
 
@@ -54,6 +59,8 @@ def normalize(
     attention_backend: AttentionBackendOpt = None,
     kv_cache_dtype_skip_layers: SkipLayersOpt = None,
     gpu_arch: GpuArchOpt = None,
+    nvfp4_convention: Nvfp4ConventionOpt = None,
+    nvfp4_convention_from: Nvfp4ConventionFromOpt = None,
     policy_path: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     json_output: JsonOpt = False,
@@ -93,6 +100,8 @@ def normalize(
         write=WriteOptions(digests=digests),
         revision=revision,
         sglang_json=sglang_json,
+        nvfp4_convention=nvfp4_convention,
+        nvfp4_convention_from=nvfp4_convention_from,
     )
     output = output_for(json_output, quiet, None if sglang_json or fmt is None else fmt.value)
     result = None

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvscale.engine.options import Platform
+from kvscale.engine.options import GPU_ARCHS, Platform
 from kvscale.engine.registry import ENGINES, EngineName, kv_cache_dtypes
 
 
@@ -88,9 +88,10 @@ AttentionBackendOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
         "--attention-backend",
-        help="The attention backend you serve with, where it changes which scale copy is read: "
-        "vllm flash_attn, triton_attn, flashinfer; sglang flashinfer, triton, fa3, trtllm_mha, "
-        "flashmla.",
+        help="The attention backend you serve with (any case): vllm checks that it runs the "
+        "KV-cache dtype (any of vLLM's --attention-backend names: flash_attn, triton_attn, "
+        "flashinfer, flashmla, turboquant, ...) and which scale copy triton_attn reads; sglang "
+        "flashinfer, triton, fa3, trtllm_mha, flashmla.",
         show_default=False,
     ),
 ]
@@ -100,7 +101,7 @@ SkipLayersOpt = Annotated[
         "--kv-cache-dtype-skip-layers",
         help="vLLM's --kv-cache-dtype-skip-layers: layer indices or sliding_window, "
         "comma-separated or repeated (vLLM itself takes them space-separated); those layers "
-        "keep an unquantized cache.",
+        "keep an unquantized cache. Entries compare as strings, as in vLLM (01 matches nothing).",
         metavar="LAYERS",
         show_default=False,
     ),
@@ -110,9 +111,30 @@ GpuArchOpt = Annotated[
     typer.Option(
         "--gpu-arch",
         help="The GPU generation you serve on, where it changes what the engine computes from "
-        "the scales (SGLang's NVFP4 global scale on SM100): sm80, sm86, sm89, sm90, sm100, "
-        "sm103, sm120, sm121.",
+        "the scales (SGLang's NVFP4 global scale on SM100) or which vLLM attention backends run "
+        "the KV-cache dtype: " + ", ".join(GPU_ARCHS) + ".",
         metavar="ARCH",
+        show_default=False,
+    ),
+]
+Nvfp4ConventionOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--nvfp4-convention",
+        help="Rewrite the NVFP4 global scales (k/v of an nvfp4 KV cache) to amax/448 (ModelOpt "
+        ">= 0.42), amax/2688 (ModelOpt < 0.42) or engine: the values the chosen --engine turns "
+        "into amax/448 on --gpu-arch (SGLang multiplies by 6 on SM100/SM103).",
+        metavar="amax/448|amax/2688|engine",
+        show_default=False,
+    ),
+]
+Nvfp4ConventionFromOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--nvfp4-convention-from",
+        help="The convention the checkpoint's NVFP4 values follow, where it does not say "
+        "(kvscale reads it from ModelOpt's producer version): amax/448 or amax/2688.",
+        metavar="amax/448|amax/2688",
         show_default=False,
     ),
 ]

@@ -18,6 +18,13 @@ The model side (loading, the observation point, the statistic) lives in ``model`
 
 The scales are for the OCP e4m3 cache (``448``): vLLM doubles loaded scales itself on fnuz
 platforms, so one file serves both.
+
+MLA layers (DeepSeek-V2/V3 style) get one scale, ``k = v = max(amax(kv_c), amax(k_pe)) / 448``
+(``capture``: observed at the cache update), written under the names the engine loads. Where the
+engine's loader takes no name for a layer (``Engine.checkpoint_name`` is None for both kinds:
+vLLM 0.33.0's DeepSeek-family loaders for MLA layers), the scales still go to
+``kv_scales.json``/``.safetensors`` with what the engine holds (its default), a ``--checkpoint``
+copy carries none for that layer, and ``calibrated-scales-not-loaded`` says so.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 import kvscale.scales_file as scales_file
 from kvscale._version import __version__
+from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import NORMALIZED_MARK, Convention
-from kvscale.core.inspect import ScaleReport, resolve_checkpoint
+from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
     EnginePath,
     EngineSettings,
     NameContext,
+    QuantConfig,
     ResolvedLayer,
     Rule,
     ScaleSource,
@@ -62,10 +71,17 @@ from kvscale.io.staging import (
     check_out,
     write_output,
 )
+from kvscale.model.scales import E4M3_MAX
 from kvscale.model_config import (
     ct_kv_cache_scheme,
     find_quant_config,
     kv_only_quantization_config,
+)
+from kvscale.nvfp4_conventions import (
+    CONVENTION_MARK,
+    GlobalScaleConvention,
+    expected_convention,
+    parse_convention,
 )
 from kvscale.problems import Problem, Severity, problem
 from kvscale.progress import ProgressEvent, ProgressFn
@@ -100,10 +116,21 @@ class CalibrateOptions:
     write: WriteOptions = field(default_factory=WriteOptions)
     max_memory: Mapping[Any, Any] | None = None
     """accelerate ``max_memory`` for ``device="auto"`` (per GPU, e.g. ``{0: "20GiB"}``)."""
+    nvfp4_convention: str | None = None
+    """With ``--kv-cache-dtype nvfp4``: write the global scales as ``amax/448``, ``amax/2688``
+    or ``engine`` (default: what the engine turns into amax/448 on ``--gpu-arch``)."""
 
     def __post_init__(self) -> None:
         if self.target is not None and not self.checkpoint:
             raise UsageError("--target names where --checkpoint writes; pass --checkpoint too")
+        if self.nvfp4_convention not in (None, "engine"):
+            try:
+                parse_convention(self.nvfp4_convention)
+            except ValueError:
+                raise UsageError(
+                    f"--nvfp4-convention {self.nvfp4_convention!r} is not a convention",
+                    hint="amax/448, amax/2688 or engine",
+                ) from None
 
 
 @dataclass(frozen=True)
@@ -124,6 +151,10 @@ class CalibratedLayer:
     """The target engine's resolution of the planned tensors (rounding, fnuz doubling)."""
     checkpoint_tensors: tuple[tuple[str, str], ...] = ()
     """(kind, tensor name) written into the copy."""
+    latent_amax: tuple[float, float] | None = None
+    """MLA: (max |kv_c|, max |k_pe|); ``k_amax`` and ``v_amax`` are their max."""
+    latent_width: tuple[int, int] | None = None
+    """MLA: (kv_lora_rank, rope_dim) of the cached row."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +174,8 @@ class CalibrationPlan:
     warnings: tuple[Problem, ...]
     blocking: tuple[Problem, ...]
     files: tuple[FileJob, ...] = ()
+    nvfp4: Nvfp4Target | None = None
+    """With ``--kv-cache-dtype nvfp4``: the convention the global scales are written in."""
 
     @property
     def ok(self) -> bool:
@@ -254,6 +287,71 @@ def _copy_quantization_config(
     return qc, None
 
 
+def _target_settings(
+    target: Checkpoint, report: ScaleReport, options: CalibrateOptions
+) -> tuple[dict[str, Any], dict[str, Any] | None, QuantConfig, EngineSettings]:
+    """The copy's quantization_config (and new config.json), the quant config the engine reads
+    from it, and the settings the written scales are resolved under."""
+    engine = options.engine.rules
+    copy_qc, new_config = _copy_quantization_config(target, report, options.strategy)
+    raw = find_quant_config(
+        new_config if new_config is not None else target.config,
+        target.hf_quant_config,
+        str(target.config_path),
+        hf_where=str(target.hf_quant_config_path),
+    )
+    quant = engine.quant_config(raw)
+    if options.strategy == "head" and quant.engine_path is not EnginePath.COMPRESSED_TENSORS:
+        raise UsageError(
+            f"--strategy head needs the compressed-tensors path (attn_head); {target.given} "
+            f"loads KV scales through quant_method {quant.quant_method}, which takes one per "
+            "tensor",
+            hint="use --strategy tensor, or --target an unquantized or compressed-tensors "
+            "checkpoint",
+        )
+    settings, _ = engine.settings(quant, report.shape, options.engine, report.weight_dtypes)
+    if not settings.uses_kv_scales:
+        # The scales are for an FP8 cache; show what the engine holds with one.
+        settings, _ = engine.settings(
+            quant,
+            report.shape,
+            replace(options.engine, kv_cache_dtype=engine.fp8_kv_cache_dtype),
+            report.weight_dtypes,
+        )
+    return copy_qc, new_config, quant, settings
+
+
+def engine_holds(
+    target_path: str | os.PathLike[str],
+    options: CalibrateOptions,
+    scales: Mapping[str, tuple[ScaleValue, ScaleValue]],
+) -> dict[str, tuple[ScaleValue | None, ScaleValue | None]]:
+    """What the engine would hold for each layer if calibrate wrote ``scales`` (float32 values
+    per engine layer name) into a copy of the target: its resolution of exactly the tensors
+    ``plan_calibration`` writes (``plan`` measures candidates at these values, so a served copy
+    reproduces them). A layer whose loader takes no name holds the engine's default."""
+    engine = options.engine.rules
+    target = open_checkpoint(Path(target_path))
+    report = resolve_checkpoint(target, options.engine)
+    _, _, quant, settings = _target_settings(target, report, options)
+    context = NameContext(quant, report.shape, frozenset())
+    out: dict[str, tuple[ScaleValue | None, ScaleValue | None]] = {}
+    for layer in report.layers:
+        if layer.name not in scales:
+            continue
+        prefix = layer.checkpoint_prefix
+        tensors = []
+        for kind, value in zip(("k_scale", "v_scale"), scales[layer.name], strict=True):
+            name = engine.checkpoint_name(prefix, kind, context)
+            if name is not None:
+                tensors.append(
+                    (kind, scale_tensor(name, kind, value, report.shape.num_attention_heads))
+                )
+        held = _held(options.engine, layer.name, prefix, tensors, settings)
+        out[layer.name] = (held.k_scale, held.v_scale)
+    return out
+
+
 def _held(
     engine_options: EngineOptions,
     name: str,
@@ -315,6 +413,63 @@ def _capture(
     return calibration, capture, _summary(loaded)
 
 
+@dataclass(frozen=True)
+class Nvfp4Target:
+    """The convention calibrate writes NVFP4 global scales in, and why."""
+
+    convention: GlobalScaleConvention
+    why: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "convention": self.convention.value,
+            "divisor": self.convention.divisor,
+            "why": self.why,
+        }
+
+
+def nvfp4_target(report: ScaleReport, options: CalibrateOptions) -> Nvfp4Target | None:
+    """None for an FP8 calibration; the convention for ``--kv-cache-dtype nvfp4`` (refused
+    where the cache reads no global scale: MLA latents, per-head strategy)."""
+    engine = options.engine.rules
+    requested = options.engine.kv_cache_dtype
+    fmt = engine.cache_format(requested, report.platform) if requested else None
+    if fmt is None or fmt.scale_use is not ScaleUse.GLOBAL_SCALE:
+        if options.nvfp4_convention is not None:
+            raise UsageError(
+                "--nvfp4-convention applies to NVFP4 global scales",
+                hint="pass --kv-cache-dtype nvfp4",
+            )
+        return None
+    if report.shape.latent_width is not None:
+        raise UsageError(
+            f"--kv-cache-dtype {requested} on an MLA model caches the latent with its own "
+            "per-16 block scales (no checkpoint scale is read): there is nothing to calibrate",
+            hint="calibrate an FP8 latent cache (--kv-cache-dtype fp8)",
+        )
+    if options.strategy == "head":
+        raise UsageError(
+            "--strategy head: an NVFP4 cache has one global scale per layer for K and one for V",
+            hint="use --strategy tensor",
+        )
+    wanted = options.nvfp4_convention or "engine"
+    if wanted != "engine":
+        return Nvfp4Target(parse_convention(wanted), "--nvfp4-convention")
+    groups = engine.nvfp4_global_scales(0.5, options.engine.gpu_arch)
+    targets = {expected_convention(g) for g in groups}
+    if len(targets) != 1:
+        raise UsageError(
+            f"{engine.name} {engine.version} reads NVFP4 global scales differently per GPU "
+            f"({', '.join(f'{g.gpus}: {g.how}' for g in groups)}), so the value to write "
+            "depends on the GPU",
+            hint="pass --gpu-arch (e.g. sm100 or sm90), or --nvfp4-convention amax/448",
+        )
+    gpus = options.engine.gpu_arch or "every GPU"
+    return Nvfp4Target(
+        targets.pop(), f"what {engine.name} {engine.version} turns into amax/448 on {gpus}"
+    )
+
+
 def plan_calibration(
     model: str | os.PathLike[str],
     data: str | os.PathLike[str],
@@ -345,34 +500,18 @@ def plan_calibration(
     # The target first: a bad --target or --out fails before minutes of calibration.
     target = open_checkpoint(target_path)
     report = resolve_checkpoint(target, options.engine)
+    if options.strategy == "head" and report.shape.latent_width is not None:
+        raise UsageError(
+            f"--strategy head: {target.given} is an MLA model (kv_lora_rank "
+            f"{report.shape.kv_lora_rank}): its cache holds one latent row per token ([kv_c | "
+            "k_pe], one head) written with one k scale",
+            hint="use --strategy tensor",
+        )
+    nvfp4 = nvfp4_target(report, options)
     inputs = [model_path, Path(data), *input_paths(target, other=True)]
     check_not_input(out_path, inputs, "--out")
     check_out(out_path, options.force)
-    copy_qc, new_config = _copy_quantization_config(target, report, options.strategy)
-    raw = find_quant_config(
-        new_config if new_config is not None else target.config,
-        target.hf_quant_config,
-        str(target.config_path),
-        hf_where=str(target.hf_quant_config_path),
-    )
-    quant = engine.quant_config(raw)
-    if options.strategy == "head" and quant.engine_path is not EnginePath.COMPRESSED_TENSORS:
-        raise UsageError(
-            f"--strategy head needs the compressed-tensors path (attn_head); {target.given} "
-            f"loads KV scales through quant_method {quant.quant_method}, which takes one per "
-            "tensor",
-            hint="use --strategy tensor, or --target an unquantized or compressed-tensors "
-            "checkpoint",
-        )
-    settings, _ = engine.settings(quant, report.shape, options.engine, report.weight_dtypes)
-    if not settings.uses_kv_scales:
-        # The scales are for an FP8 cache; show what the engine holds with one.
-        settings, _ = engine.settings(
-            quant,
-            report.shape,
-            replace(options.engine, kv_cache_dtype=engine.fp8_kv_cache_dtype),
-            report.weight_dtypes,
-        )
+    copy_qc, new_config, quant, settings = _target_settings(target, report, options)
 
     def phase(name: str, done: int, total: int, tokens: int | None = None, label: str = "") -> None:
         if progress is not None:
@@ -429,11 +568,12 @@ def plan_calibration(
 
     context = NameContext(quant, report.shape, frozenset())
     shards = scale_shards(target, report.layers)
-    scales = capture.scales()
+    scales = capture.scales(nvfp4.convention.divisor if nvfp4 is not None else E4M3_MAX)
     layers: list[CalibratedLayer] = []
     edits_remove: dict[str, set[str]] = {name: set() for name in target.files}
     edits_add: dict[str, list[Any]] = {name: [] for name in target.files}
     replaced_layers: list[str] = []
+    not_loaded: list[str] = []
     for lc in capture.layers:
         k, v = scales[lc.name]
         if k is None or v is None:
@@ -460,9 +600,34 @@ def plan_calibration(
             continue
         target_layer = by_name[lc.name]
         prefix = target_layer.checkpoint_prefix
+        latent = lc.layer.latent
+        names = {
+            kind: engine.checkpoint_name(prefix, kind, context) for kind in ("k_scale", "v_scale")
+        }
+        if all(name is None for name in names.values()):
+            # The loader takes no name for this layer: the engine holds its default whatever a
+            # checkpoint says; the values still go to kv_scales.json.
+            not_loaded.append(lc.name)
+            layers.append(
+                CalibratedLayer(
+                    name=lc.name,
+                    checkpoint_prefix=prefix,
+                    k_amax=lc.k_amax,
+                    v_amax=lc.v_amax,
+                    k_scale=k,
+                    v_scale=v,
+                    tokens=lc.tokens,
+                    holdout_saturated_k=lc.holdout_saturated_k,
+                    holdout_saturated_v=lc.holdout_saturated_v,
+                    held=_held(options.engine, lc.name, prefix, [], settings),
+                    latent_amax=lc.latent_amax,
+                    latent_width=(latent.kv_lora_rank, latent.rope_dim) if latent else None,
+                )
+            )
+            continue
         tensors = []
         for kind, value in (("k_scale", k), ("v_scale", v)):
-            name = engine.checkpoint_name(prefix, kind, context)
+            name = names[kind]
             if name is None:
                 raise UsageError(
                     f"no checkpoint name maps to {lc.name}.{kind} under quant_method "
@@ -507,6 +672,21 @@ def plan_calibration(
                 checkpoint_tensors=tuple((kind, t.name) for kind, t in tensors)
                 if options.checkpoint
                 else (),
+                latent_amax=lc.latent_amax,
+                latent_width=(latent.kv_lora_rank, latent.rope_dim) if latent else None,
+            )
+        )
+    if not_loaded:
+        engine_label = f"{engine.name} {engine.version}"
+        warnings.append(
+            problem(
+                "calibrated-scales-not-loaded",
+                f"{engine_label} loads no checkpoint name for the k/v scales of "
+                f"{len(not_loaded)} layer(s) ({', '.join(not_loaded[:3])}"
+                f"{' ...' if len(not_loaded) > 3 else ''}): it runs them at its default 1.0 "
+                "whatever a checkpoint holds; kv_scales.json holds the calibrated values"
+                + ("; the copy carries no scale for them" if options.checkpoint else ""),
+                layers=tuple(not_loaded),
             )
         )
     if replaced_layers and options.checkpoint:
@@ -532,6 +712,7 @@ def plan_calibration(
         quantization_config=copy_qc,
         warnings=tuple(warnings),
         blocking=tuple(blocking),
+        nvfp4=nvfp4,
     )
     document = scales_of(plan)
     json_blob = scales_file.json_bytes(document)
@@ -541,12 +722,14 @@ def plan_calibration(
         FileJob(scales_file.JSON_NAME, "generated", len(json_blob), data=json_blob),
     ]
     if options.checkpoint:
+        marks = {NORMALIZED_MARK: "calibrate"}
+        if nvfp4 is not None:
+            marks[CONVENTION_MARK] = nvfp4.convention.value
         edits = {
-            name: ShardEdit(frozenset(edits_remove[name]), tuple(edits_add[name]),
-                            {NORMALIZED_MARK: "calibrate"})
+            name: ShardEdit(frozenset(edits_remove[name]), tuple(edits_add[name]), dict(marks))
             for name in target.files
             if edits_remove[name] or edits_add[name]
-        }  # fmt: skip
+        }
         replaced = {}
         if new_config is not None:
             # transformers' save_pretrained style: indent 2, sorted keys, trailing newline.
@@ -581,6 +764,18 @@ def _json_value(value: ScaleValue | float | None) -> Any:
     from kvscale.floats import encode_json_value
 
     return encode_json_value(value)
+
+
+def _latent_json(layer: CalibratedLayer) -> dict[str, object]:
+    """An MLA layer's row and both parts of its amax (``k_amax`` = ``v_amax`` = their max)."""
+    if layer.latent_amax is None or layer.latent_width is None:
+        return {}
+    return {
+        "kv_c_amax": _json_value(layer.latent_amax[0]),
+        "k_pe_amax": _json_value(layer.latent_amax[1]),
+        "kv_lora_rank": layer.latent_width[0],
+        "rope_dim": layer.latent_width[1],
+    }
 
 
 def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
@@ -626,6 +821,7 @@ def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
         "device": plan.loaded.device,
         "attn_implementation": plan.loaded.attn_implementation,
         "transformers_version": plan.loaded.transformers_version,
+        **({"nvfp4": plan.nvfp4.to_json()} if plan.nvfp4 is not None else {}),
         "layers": {
             layer.name: {
                 "k_amax": _json_value(layer.k_amax),
@@ -633,6 +829,7 @@ def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
                 "tokens": layer.tokens,
                 "holdout_saturated_k": layer.holdout_saturated_k,
                 "holdout_saturated_v": layer.holdout_saturated_v,
+                **_latent_json(layer),
             }
             for layer in plan.layers
         },
@@ -641,7 +838,7 @@ def scales_of(plan: CalibrationPlan) -> scales_file.ScalesFile:
     first = plan.capture.layers[0].layer if plan.capture.layers else None
     return scales_file.ScalesFile(
         checkpoint=plan.target,
-        kv_cache_dtype="fp8",
+        kv_cache_dtype="fp8" if plan.nvfp4 is None else "nvfp4",
         platform="ocp",
         engine_path=settings.engine_path.value,
         layers=tuple(entries),
@@ -669,9 +866,12 @@ def _check_copy(plan: CalibrationPlan, sink: list[ResolvedLayer]) -> Callable[[P
 
     def check(staging: Path) -> None:
         options = plan.options.engine
-        if not plan.settings.uses_kv_scales:
-            options = replace(options, kv_cache_dtype=options.rules.fp8_kv_cache_dtype)
         report = resolve_checkpoint(open_checkpoint(staging / scales_file.CHECKPOINT_DIR), options)
+        if not report.settings.uses_kv_scales:
+            # As _target_settings resolved the plan: the scales are for an FP8 cache (vLLM's
+            # MLA layers keep `auto` unquantized even under a kv_cache_scheme).
+            fp8 = replace(options, kv_cache_dtype=options.rules.fp8_kv_cache_dtype)
+            report = resolve_again(report, fp8)
         got = {layer.name: layer for layer in report.layers}
         for layer in plan.layers:
             seen = got.get(layer.name)

@@ -144,6 +144,9 @@ class DiffResult:
     failures: tuple[GateFailure, ...]
     settings_differ: tuple[str, ...]
     """Names of settings (kv_cache_dtype, platform) that differ between the sides."""
+    notes: tuple[str, ...] = ()
+    """What the comparison cannot tell under these options: layers whose KV cache reads no
+    k/v scales (an unquantized or self-scaled format), layers the engine refuses."""
 
     @property
     def ok(self) -> bool:
@@ -430,7 +433,43 @@ def compare(a: ScaleSet, b: ScaleSet, threshold: float | None = None) -> DiffRes
         and getattr(b, key) is not None
         and getattr(a, key) != getattr(b, key)
     )
-    return DiffResult(a, b, tuple(diffs), threshold, tuple(failures), differ)
+    return DiffResult(a, b, tuple(diffs), threshold, tuple(failures), differ, _notes(a, b, diffs))
+
+
+def _notes(a: ScaleSet, b: ScaleSet, diffs: Sequence[LayerDiff]) -> tuple[str, ...]:
+    """What the comparison cannot tell: per checkpoint side, layers whose cache reads no k/v
+    (a text both sides share is said once); layers the engine refuses on both sides (one
+    refused on one side only is a rule change, judged by the gate)."""
+    texts: dict[str, list[str]] = {}
+    for label, side in (("A", a), ("B", b)):
+        report = side.report
+        if report is None:
+            continue
+        unread = [
+            layer
+            for layer in report.layers
+            if layer.cache is not None
+            and layer.error is None
+            and not layer.cache.scale_use.reads_checkpoint
+        ]
+        if unread:
+            dtypes = ", ".join(sorted({lay.cache.kv_cache_dtype for lay in unread if lay.cache}))
+            text = (
+                f"the KV cache of {len(unread)} of {len(report.layers)} layers reads no k/v "
+                f"scales (kv-cache dtype {dtypes}): a change of theirs does not change what the "
+                "engine serves"
+            )
+            texts.setdefault(text, []).append(label)
+    out = [f"{' and '.join(labels)}: {text}" for text, labels in texts.items()]
+    refused = [d.name for d in diffs if d.rule_a == "error" and d.rule_b == "error"]
+    if refused:
+        errors = {lay.name: lay.error for lay in (a.report.layers if a.report else ())}
+        why = f" ({errors[refused[0]]})" if errors.get(refused[0]) else ""
+        out.append(
+            f"A and B: the engine refuses {len(refused)} of {len(diffs)} layers{why}; their "
+            "values are not compared"
+        )
+    return tuple(out)
 
 
 def diff_paths(

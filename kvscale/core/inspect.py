@@ -9,6 +9,7 @@ own rules come from ``options.rules`` (``kvscale/engine/<name>``); layer enumera
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import (
     NORMALIZED_MARK,
     Convention,
@@ -31,18 +33,27 @@ from kvscale.engine.base import (
     NameContext,
     QuantConfig,
     ResolvedLayer,
+    Rule,
     ScaleSource,
     UnmappedTensor,
 )
 from kvscale.engine.options import EngineOptions
 from kvscale.errors import UsageError
-from kvscale.findings import Rounding, layer_problems, model_problems
+from kvscale.findings import Rounding, layer_problems, model_problems, nvfp4_problems
 from kvscale.floats import DECODABLE_DTYPES, decode_values
 from kvscale.io.checkpoint import Checkpoint, TensorRef, input_paths
 from kvscale.io.inputs import open_input
 from kvscale.layers import attention_layers
 from kvscale.limits import MAX_SCALE_ELEMENTS
 from kvscale.model_config import ModelShape, find_quant_config, parse_model_shape
+from kvscale.nvfp4_conventions import (
+    CONVENTION_MARK,
+    LayerReadings,
+    Nvfp4Report,
+    Reading,
+    convention_of,
+    readings,
+)
 from kvscale.problems import Problem, Severity, problem
 from kvscale.progress import ProgressFn
 
@@ -82,6 +93,10 @@ class ScaleReport:
     input_paths: tuple[str, ...] = ()
     """The files and directories the checkpoint consists of (real paths too): what no report
     kvscale writes may land on (``--junit``)."""
+    nvfp4_mark: str | None = None
+    """The NVFP4 convention kvscale wrote into the scale shards' metadata, if it did."""
+    nvfp4: Nvfp4Report | None = None
+    """What the NVFP4 global scales mean and do, when some layer's cache is NVFP4."""
 
     @property
     def engine(self) -> dict[str, str]:
@@ -187,6 +202,11 @@ def resolve_checkpoint(
         for name, header in ckpt.headers.items()
         if header.metadata is not None and NORMALIZED_MARK in header.metadata
     }
+    nvfp4_marks = {
+        str(header.metadata[CONVENTION_MARK])
+        for header in ckpt.headers.values()
+        if header.metadata is not None and CONVENTION_MARK in header.metadata
+    }
     unmapped: list[UnmappedTensor] = []
     found: list[tuple[TensorRef, str, str, Convention]] = []
     for ref in _all_occurrences(ckpt, engine.file_order(ckpt.files)):
@@ -252,6 +272,7 @@ def resolve_checkpoint(
             scale_like_count=scale_like_count,
             remote=remote,
             input_paths=read_paths,
+            nvfp4_mark=next(iter(nvfp4_marks)) if len(nvfp4_marks) == 1 else None,
         ),
         settings,
         inputs,
@@ -292,6 +313,9 @@ def _resolve(
         )
     )
     problems.extend(engine.engine_problems(layers, settings, base.quant))
+    nvfp4 = _nvfp4_report(base, settings, layers)
+    if nvfp4 is not None:
+        problems.extend(nvfp4_problems(nvfp4, f"{engine.name} {engine.version}"))
     checkpoint_level = [p for p in base.problems if p.code in _CHECKPOINT_CODES]
     return replace(
         base,
@@ -299,7 +323,39 @@ def _resolve(
         layers=layers,
         problems=(*problems, *checkpoint_level),
         rounding=rounding,
+        nvfp4=nvfp4,
     )
+
+
+def _nvfp4_report(
+    base: ScaleReport, settings: EngineSettings, layers: Sequence[ResolvedLayer]
+) -> Nvfp4Report | None:
+    """The readings of every NVFP4 layer whose k and v values come from the checkpoint (a
+    default 1.0 has no convention)."""
+    nvfp4 = [
+        lay
+        for lay in layers
+        if lay.cache is not None
+        and lay.cache.scale_use is ScaleUse.GLOBAL_SCALE
+        and lay.rule is not Rule.ERROR
+    ]
+    if not nvfp4:
+        return None
+    evidence = convention_of(base.quant.raw, base.nvfp4_mark)
+    engine = base.options.rules
+    out = []
+    for lay in nvfp4:
+        per_kind: list[tuple[float, tuple[Reading, ...]]] = []
+        for kind in ("k_scale", "v_scale"):
+            value = lay.value(kind)
+            host = float(max(value) if isinstance(value, tuple) else value or 0.0)
+            usable = kind in lay.used_from_checkpoint and math.isfinite(host) and host > 0
+            scales = engine.nvfp4_global_scales(host, settings.gpu_arch)
+            per_kind.append((host, readings(host, evidence, scales) if usable else ()))
+        if per_kind[0][1] or per_kind[1][1]:
+            (k, k_readings), (v, v_readings) = per_kind
+            out.append(LayerReadings(lay.name, k, v, k_readings, v_readings))
+    return Nvfp4Report(evidence, settings.gpu_arch, tuple(out))
 
 
 def resolve_again(report: ScaleReport, options: EngineOptions) -> ScaleReport:

@@ -56,6 +56,7 @@ from pathlib import Path
 
 import kvscale.scales_file as scales_file
 from kvscale._version import __version__
+from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import NORMALIZED_MARK, Convention
 from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
@@ -70,8 +71,8 @@ from kvscale.engine.base import (
     ScaleValue,
 )
 from kvscale.engine.options import EngineOptions, Platform
-from kvscale.errors import InputError, RefusedError
-from kvscale.floats import decode_values, max_nan
+from kvscale.errors import InputError, RefusedError, UsageError
+from kvscale.floats import decode_values, max_nan, round_to_dtype
 from kvscale.io.checkpoint import Checkpoint, input_paths
 from kvscale.io.checkpoint_copy import (
     ShardEdit,
@@ -90,6 +91,13 @@ from kvscale.io.staging import (
     check_out,
     write_output,
 )
+from kvscale.nvfp4_conventions import (
+    CONVENTION_MARK,
+    GlobalScaleConvention,
+    convert,
+    expected_convention,
+    parse_convention,
+)
 from kvscale.problems import Problem, Severity
 from kvscale.progress import ProgressFn
 
@@ -106,6 +114,30 @@ class NormalizeOptions:
     """Revision of a Hub checkpoint (``--revision``)."""
     sglang_json: bool = False
     """Also write SGLang's ``--quantization-param-path`` JSON (``--format sglang-json``)."""
+    nvfp4_convention: str | None = None
+    """Rewrite NVFP4 global scales to ``amax/448``, ``amax/2688`` or ``engine`` (the
+    convention the engine expects on ``--gpu-arch``: ``nvfp4_conventions``)."""
+    nvfp4_convention_from: str | None = None
+    """The source values' convention (``amax/448``, ``amax/2688``) where the checkpoint does
+    not say it."""
+
+    def __post_init__(self) -> None:
+        if self.nvfp4_convention_from is not None and self.nvfp4_convention is None:
+            raise UsageError("--nvfp4-convention-from needs --nvfp4-convention (the target)")
+        for flag, value in (
+            ("--nvfp4-convention", self.nvfp4_convention),
+            ("--nvfp4-convention-from", self.nvfp4_convention_from),
+        ):
+            if value is None or (value == "engine" and flag == "--nvfp4-convention"):
+                continue
+            try:
+                parse_convention(value)
+            except ValueError:
+                raise UsageError(
+                    f"{flag} {value!r} is not a convention",
+                    hint="amax/448 or amax/2688"
+                    + (" or engine" if flag == "--nvfp4-convention" else ""),
+                ) from None
 
 
 @dataclass(frozen=True)
@@ -155,6 +187,7 @@ class NormalizePlan:
     """Problems that stop the run (exit 1, nothing written) unless ``--force``."""
     skipped_files: tuple[tuple[str, str], ...] = ()
     fingerprint: Mapping[str, object] = field(default_factory=dict)
+    nvfp4_conversion: Nvfp4Conversion | None = None
 
     @property
     def platform(self) -> str:
@@ -240,6 +273,45 @@ def _same_value(a: ScaleValue | None, b: ScaleValue | None) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return a == b
+
+
+def _promotion_text(report: ScaleReport, kv_dtype: str, kept: Sequence[str]) -> str:
+    """What a normalize run for a KV-cache dtype (or skip list) that reads no k/v writes."""
+    dtype = report.kv_cache_dtype
+    served = [lay.cache.format for lay in report.layers if lay.cache and not lay.cache.skipped_by]
+    parts: list[str] = []
+    if not report.settings.uses_kv_scales and served:
+        fmt = served[0]
+        if fmt.scale_use is ScaleUse.IN_CACHE:
+            parts.append(
+                f"--kv-cache-dtype {dtype} ({fmt.title}) computes its scales when K/V are "
+                "written and never reads the checkpoint's k/v, so normalizing changes nothing "
+                "the engine serves with it"
+            )
+        elif fmt.scale_use is ScaleUse.OUT_OF_TREE:
+            parts.append(
+                f"--kv-cache-dtype {dtype} is written by no backend of the engine's own code "
+                "(a platform plugin's), so what its cache reads is not known"
+            )
+        else:
+            parts.append(
+                f"the effective KV-cache dtype {dtype} is unquantized and ignores k/v, so "
+                "loading the copy with it is unchanged"
+            )
+    if kept:
+        shown = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        reasons = sorted(
+            {lay.cache.skipped_by for lay in report.layers if lay.cache and lay.cache.skipped_by}
+        )
+        parts.append(
+            f"{len(kept)} layers ({shown}) keep an unquantized cache and ignore k/v "
+            f"({'; '.join(reasons)})"
+        )
+    where = f"--kv-cache-dtype {kv_dtype}" + (" without the skip list" if kept else "")
+    return (
+        f"{'; '.join(parts)}; the values written are those of {where}, where the calibrated "
+        "scales are read (loading the copy under these options is unchanged)"
+    )
 
 
 def _verify_copy(
@@ -334,6 +406,107 @@ def _scales_fingerprint(ckpt: Checkpoint, layers: Sequence[ResolvedLayer]) -> st
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class Nvfp4Conversion:
+    """NVFP4 global scales rewritten from one convention to another (``--nvfp4-convention``)."""
+
+    source: GlobalScaleConvention
+    source_why: str
+    target: GlobalScaleConvention
+    target_why: str
+    layers: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "from": self.source.value,
+            "from_why": self.source_why,
+            "to": self.target.value,
+            "to_why": self.target_why,
+            "layers": self.layers,
+        }
+
+
+_CHECKPOINT_DTYPES = {"BF16": "bfloat16", "F16": "float16"}
+
+
+def _convert_nvfp4(
+    report: ScaleReport, options: NormalizeOptions
+) -> tuple[ScaleReport, Nvfp4Conversion]:
+    """The report with every NVFP4 layer's k/v source values rewritten to the target
+    convention (each value multiplied or divided by 6, rounded to the tensor's dtype), resolved
+    again so that every later step (the values written, the copy's check) sees them."""
+    engine = report.options.rules
+    nvfp4_layers = [
+        lay
+        for lay in report.layers
+        if lay.cache is not None and lay.cache.scale_use is ScaleUse.GLOBAL_SCALE
+    ]
+    if not nvfp4_layers or report.nvfp4 is None:
+        raise UsageError(
+            "--nvfp4-convention rewrites NVFP4 global scales, but no layer of "
+            f"{report.checkpoint} has an NVFP4 cache under --kv-cache-dtype "
+            f"{report.kv_cache_dtype}",
+            hint="pass --kv-cache-dtype nvfp4",
+        )
+    source = (
+        parse_convention(options.nvfp4_convention_from)
+        if options.nvfp4_convention_from is not None
+        else None
+    )
+    source_why = "--nvfp4-convention-from"
+    if source is None:
+        source = report.nvfp4.evidence.convention
+        source_why = report.nvfp4.evidence.why
+    if source is None:
+        raise UsageError(
+            f"the convention of {report.checkpoint}'s NVFP4 values cannot be known "
+            f"({report.nvfp4.evidence.why})",
+            hint="pass --nvfp4-convention-from amax/448 or amax/2688 (what the producer wrote)",
+        )
+    wanted = options.nvfp4_convention or "engine"
+    if wanted == "engine":
+        groups = engine.nvfp4_global_scales(0.5, report.settings.gpu_arch)
+        targets = {expected_convention(g) for g in groups}
+        if len(targets) != 1:
+            raise UsageError(
+                f"{engine.name} {engine.version} reads NVFP4 global scales differently per GPU "
+                f"({', '.join(f'{g.gpus}: {g.how}' for g in groups)})",
+                hint="pass --gpu-arch (e.g. sm100 or sm90) for the GPUs that will serve it",
+            )
+        target = targets.pop()
+        gpus = report.settings.gpu_arch or "every GPU"
+        target_why = f"what {engine.name} {engine.version} turns into amax/448 on {gpus}"
+    else:
+        target = parse_convention(wanted)
+        target_why = "--nvfp4-convention"
+    names = {lay.name for lay in nvfp4_layers}
+
+    def converted(src: ScaleSource) -> ScaleSource:
+        if src.kind not in ("k_scale", "v_scale") or src.values is None:
+            return src
+        dtype = _CHECKPOINT_DTYPES.get(src.dtype)
+        values = tuple(
+            round_to_dtype(convert(v, source, target), dtype)
+            if dtype
+            else convert(v, source, target)
+            for v in src.values
+        )
+        return replace(src, values=values)
+
+    layers = tuple(
+        replace(
+            lay,
+            sources={k: converted(v) for k, v in lay.sources.items()},
+            shadowed=tuple(converted(v) for v in lay.shadowed),
+        )
+        if lay.name in names
+        else lay
+        for lay in report.layers
+    )
+    again = resolve_again(replace(report, layers=layers, nvfp4_mark=target.value), report.options)
+    return again, Nvfp4Conversion(source, source_why, target, target_why, len(names))
+
+
 def plan_normalize(
     checkpoint: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -356,6 +529,9 @@ def plan_normalize(
     check_out(out_path, options.force)
 
     report = resolve_checkpoint(ckpt, options.engine)
+    conversion: Nvfp4Conversion | None = None
+    if options.nvfp4_convention is not None:
+        report, conversion = _convert_nvfp4(report, options)
     engine = report.options.rules
     warnings: list[Problem] = []
     blocking: list[Problem] = []
@@ -379,19 +555,25 @@ def plan_normalize(
                     "their producer meant",
                 )
             )
-    if report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales:
-        kv_dtype = engine.fp8_kv_cache_dtype
+    promoted = report.engine_path is not EnginePath.NONE and not report.settings.uses_kv_scales
+    kept_unquantized = [
+        layer.name
+        for layer in report.layers
+        if layer.cache is not None
+        and layer.cache.skipped_by
+        and not layer.cache.scale_use.reads_checkpoint
+    ]
+    if promoted or (kept_unquantized and report.engine_path is not EnginePath.NONE):
+        # Values for the layers that read no k/v come from the same checkpoint as the engine
+        # would hold them where the cache reads them: FP8 for a whole model whose dtype reads
+        # none, the layer's own dtype without the skip list for layers it keeps unquantized.
+        kv_dtype = engine.fp8_kv_cache_dtype if promoted else report.kv_cache_dtype
         values_report = resolve_again(
-            values_report, replace(report.options, kv_cache_dtype=kv_dtype)
+            values_report,
+            replace(report.options, kv_cache_dtype=kv_dtype, kv_cache_dtype_skip_layers=()),
         )
         warnings.append(
-            _warning(
-                "kv-dtype-promoted",
-                f"the effective KV-cache dtype {report.kv_cache_dtype} does not use k/v scales; "
-                f"the values written are those of --kv-cache-dtype {kv_dtype} (the engine "
-                f"ignores k/v with {report.kv_cache_dtype}, so loading the copy is unchanged, "
-                f"and the calibrated scales stay usable with {kv_dtype})",
-            )
+            _warning("kv-dtype-promoted", _promotion_text(report, kv_dtype, kept_unquantized))
         )
     platform = report.platform
     ocp_report = values_report
@@ -556,7 +738,12 @@ def plan_normalize(
     skipped_files: tuple[tuple[str, str], ...] = ()
     copy_jobs: tuple[FileJob, ...] = ()
     if options.checkpoint:
-        copy = plan_copy(ckpt, _shard_edits(ckpt, layers, write_scales), scales_file.CHECKPOINT_DIR)
+        marks = {NORMALIZED_MARK: "1"}
+        if conversion is not None:
+            marks[CONVENTION_MARK] = conversion.target.value
+        copy = plan_copy(
+            ckpt, _shard_edits(ckpt, layers, write_scales, marks), scales_file.CHECKPOINT_DIR
+        )
         copy_jobs, removed, added, skipped_files = (
             copy.jobs,
             copy.removed,
@@ -594,6 +781,7 @@ def plan_normalize(
         blocking=tuple(blocking),
         skipped_files=skipped_files,
         fingerprint=fingerprint,
+        nvfp4_conversion=conversion,
     )
     scales = scales_of(plan)
     json_blob = scales_file.json_bytes(scales)
@@ -683,7 +871,7 @@ def _sglang_param_jobs(
 
 
 def _shard_edits(
-    ckpt: Checkpoint, layers: Sequence[LayerPlan], write_scales: bool
+    ckpt: Checkpoint, layers: Sequence[LayerPlan], write_scales: bool, marks: Mapping[str, str]
 ) -> dict[str, ShardEdit]:
     """Per shard: the scale tensors removed and added."""
     remove: dict[str, set[str]] = {name: set() for name in ckpt.files}
@@ -702,9 +890,7 @@ def _shard_edits(
     edits: dict[str, ShardEdit] = {}
     for name in ckpt.files:
         if remove[name] or add[name]:
-            edits[name] = ShardEdit(
-                frozenset(remove[name]), tuple(add[name]), {NORMALIZED_MARK: "1"}
-            )
+            edits[name] = ShardEdit(frozenset(remove[name]), tuple(add[name]), dict(marks))
     return edits
 
 
@@ -754,6 +940,11 @@ def scales_of(plan: NormalizePlan) -> scales_file.ScalesFile:
             head_size=report.shape.head_size,
             source_fingerprint=dict(plan.fingerprint),
             warnings=tuple(p.to_json() for p in plan.warnings),
+            other=(
+                {"nvfp4_conversion": plan.nvfp4_conversion.to_json()}
+                if plan.nvfp4_conversion is not None
+                else {}
+            ),
         ),
     )
 

@@ -29,6 +29,7 @@ never the answer.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -185,6 +186,9 @@ class PlanResult:
     """When nothing meets the budget: the measured configuration nearest to it."""
     flags: tuple[str, ...]
     """The serving command line of the chosen configuration."""
+    verify_command: tuple[str, ...]
+    """``kvscale verify --data`` of exactly the chosen configuration: it reproduces the plan's
+    perplexity and KL (same data, samples, codecs)."""
     checkpoint: str | None
     """The checkpoint to serve (MODEL, or the one written with the chosen scales)."""
     checkpoint_needed: bool
@@ -331,58 +335,84 @@ def _codecs(
     loaded: LoadedModel,
     scales: Mapping[str, tuple[Any, Any]],
     meter: _ErrorMeter,
+    engine_options: EngineOptions,
 ) -> dict[str, Any]:
-    import torch
+    """The candidate's cache per layer, built like ``verify --data`` builds the target's
+    (``kvscale.model.cache_codecs``): skipped layers keep the model's own K/V."""
+    from kvscale.model.cache_codecs import layer_codec
 
-    from kvscale.kernel.formats import FP8_FORMATS
-    from kvscale.kernel.roundtrip import (
-        fp8_roundtrip,
-        nvfp4_roundtrip,
-        per_token_head_roundtrip,
-    )
-    from kvscale.model.evaluate import LayerCodec
-
-    fmt = candidate.format
+    engine = engine_options.rules
+    write = engine.cache_write(candidate.kv_cache_dtype, engine_options.attention_backend)
     skipped = set(candidate.skip_layers)
-    codecs: dict[str, LayerCodec] = {}
+    codecs: dict[str, Any] = {}
     for layer in loaded.layers:
         name = layer.engine_name
         if str(layer.layer_idx) in skipped:
-            continue  # kept unquantized: the model's own K/V
-        kinds: list[Callable[[torch.Tensor], torch.Tensor]] = []
-        for i in range(2):
-            if fmt.scale_use is ScaleUse.IN_CACHE:
-                rt = per_token_head_roundtrip(candidate.kv_cache_dtype)
-            else:
-                value = scales[name][i]
-                if fmt.scale_use is ScaleUse.GLOBAL_SCALE:
-                    rt = nvfp4_roundtrip(float(value), candidate.kv_cache_dtype)
-                else:
-                    assert fmt.fp8 is not None
-                    values = list(value) if isinstance(value, tuple) else [value]
-                    rt = fp8_roundtrip(
-                        torch.tensor(values, dtype=torch.float32), FP8_FORMATS[fmt.fp8]
-                    )
-            kinds.append(meter.wrap(name, "kv"[i], rt))
-        codecs[name] = LayerCodec(kinds[0], kinds[1])
+            continue
+        k, v = scales.get(name, (1.0, 1.0))
+        codec = layer_codec(
+            candidate.format,
+            candidate.kv_cache_dtype,
+            k,
+            v,
+            engine=engine,
+            gpu_arch=engine_options.gpu_arch,
+            quantize=write.write if write is not None else None,
+            latent=layer.latent,
+            wrap=functools.partial(meter.wrap, name),
+        )
+        if codec is not None:
+            codecs[name] = codec
     return codecs
 
 
-def _scales_for(
+def _held_scales(
     candidate: Candidate,
-    capture_scales: Mapping[str, tuple[Any, Any]],
-    head_scales: Mapping[str, tuple[Any, Any]],
-    checkpoint_scales: Mapping[str, tuple[Any, Any]],
-    nvfp4_scales: Mapping[str, tuple[Any, Any]],
+    report: ScaleReport,
+    options: PlanOptions,
+    model: Path,
+    amax: Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]],
     names: Sequence[str],
 ) -> Mapping[str, tuple[Any, Any]]:
+    """The k/v values the engine holds, per layer, under this candidate: 1.0; the checkpoint's
+    own under the candidate's dtype; or the calibrated values as the engine would load them from
+    the checkpoint ``kvscale calibrate`` writes (``calibrate.engine_holds``: same rounding),
+    FP8 at amax/448, NVFP4 in the convention the engine expects (``calibrate.nvfp4_target``).
+    A ``UsageError`` says why the candidate cannot be had."""
+    from kvscale.core.calibrate import CalibrateOptions, engine_holds, nvfp4_target
+    from kvscale.core.inspect import resolve_again
+    from kvscale.model.scales import E4M3_MAX, kv_scales
+
+    if candidate.scales is None:
+        return {}
     if candidate.scales == "unit":
         return dict.fromkeys(names, (1.0, 1.0))
+    dtype_options = replace(
+        options.engine, kv_cache_dtype=candidate.kv_cache_dtype, kv_cache_dtype_skip_layers=()
+    )
     if candidate.scales == "checkpoint":
-        return checkpoint_scales
-    if candidate.format.scale_use is ScaleUse.GLOBAL_SCALE:
-        return nvfp4_scales
-    return head_scales if candidate.per_head else capture_scales
+        again = resolve_again(report, dtype_options)
+        held = {
+            layer.name: (layer.k_scale, layer.v_scale)
+            for layer in again.layers
+            if layer.k_scale is not None and layer.v_scale is not None
+        }
+        if not set(names) <= set(held):
+            raise UsageError("the engine holds no checkpoint k/v scale for some layers")
+        return held
+    calibrate_options = CalibrateOptions(
+        strategy="head" if candidate.per_head else "tensor", engine=dtype_options
+    )
+    target = nvfp4_target(report, calibrate_options)
+    divisor = target.convention.divisor if target is not None else E4M3_MAX
+    values = {
+        name: (
+            kv_scales(k if candidate.per_head else max(k), divisor=divisor),
+            kv_scales(v if candidate.per_head else max(v), divisor=divisor),
+        )
+        for name, (k, v) in amax.items()
+    }
+    return engine_holds(model, calibrate_options, values)
 
 
 def plan_model(
@@ -398,7 +428,6 @@ def plan_model(
     from kvscale.model.data import load_calibration_data
     from kvscale.model.evaluate import CacheVariant, evaluate_model
     from kvscale.model.load import load_model
-    from kvscale.model.scales import kv_scales, nvfp4_global_scale
 
     start = time.monotonic()
     engine = options.engine.rules
@@ -463,9 +492,7 @@ def plan_model(
 
     # Pass 1: the calibration statistic, per KV head (per tensor is the max over heads).
     capture = capture_kv_amax(loaded, data.samples, strategy="head", progress=progress)
-    head_scales: dict[str, tuple[Any, Any]] = {}
-    tensor_scales: dict[str, tuple[Any, Any]] = {}
-    fp4_scales: dict[str, tuple[Any, Any]] = {}
+    amax: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     for lc in capture.layers:
         amax_k = lc.k_amax if isinstance(lc.k_amax, tuple) else (lc.k_amax,)
         amax_v = lc.v_amax if isinstance(lc.v_amax, tuple) else (lc.v_amax,)
@@ -474,36 +501,37 @@ def plan_model(
                 f"{lc.name}: K or V hold NaN or inf on this data; no scale can be calibrated",
                 hint="check the model and the data (kvscale calibrate reports the same)",
             )
-        head_scales[lc.name] = (kv_scales(amax_k), kv_scales(amax_v))
-        tensor_scales[lc.name] = (kv_scales(max(amax_k)), kv_scales(max(amax_v)))
-        fp4_scales[lc.name] = (nvfp4_global_scale(max(amax_k)), nvfp4_global_scale(max(amax_v)))
-    checkpoint_scales: dict[str, tuple[Any, Any]] = {}
-    by_name = {layer.name: layer for layer in report.layers}
-    for name in names:
-        held = by_name.get(name)
-        if held is not None and held.k_scale is not None and held.v_scale is not None:
-            checkpoint_scales[name] = (held.k_scale, held.v_scale)
+        amax[lc.name] = (amax_k, amax_v)
+    held_cache: dict[tuple[str, str | None, bool], Mapping[str, tuple[Any, Any]]] = {}
+
+    def scales_for(candidate: Candidate) -> Mapping[str, tuple[Any, Any]]:
+        key = (candidate.kv_cache_dtype, candidate.scales, candidate.per_head)
+        if key not in held_cache:
+            held_cache[key] = _held_scales(candidate, report, options, model_path, amax, names)
+        return held_cache[key]
 
     # Pass 2: the reference and every measurable candidate, per sample.
     meters = {c.name: _ErrorMeter() for c in measured}
     variants = []
     for candidate in measured:
-        scales = _scales_for(
-            candidate, tensor_scales, head_scales, checkpoint_scales, fp4_scales, names
-        )
-        if candidate.scales == "checkpoint" and set(scales) != set(names):
+        try:
+            scales = scales_for(candidate)
+        except UsageError as exc:
             results.append(
                 CandidateResult(
                     candidate,
                     "unsupported",
-                    "the engine holds no checkpoint k/v scale for some layers",
+                    exc.message,
                     _bytes_per_token(candidate, loaded, dtype_bytes),
                     None,
                 )
             )
             continue
         variants.append(
-            CacheVariant(candidate.name, _codecs(candidate, loaded, scales, meters[candidate.name]))
+            CacheVariant(
+                candidate.name,
+                _codecs(candidate, loaded, scales, meters[candidate.name], options.engine),
+            )
         )
     evaluation = evaluate_model(loaded, data.samples, variants, progress=progress)
     passes = 1 + 1 + len(variants)
@@ -538,8 +566,9 @@ def plan_model(
             c,
             loaded,
             data.samples,
-            _scales_for(c, tensor_scales, head_scales, checkpoint_scales, fp4_scales, names),
+            scales_for(c),
             dtype_bytes,
+            options.engine,
             options.gpu_memory,
             progress,
         ),
@@ -555,13 +584,13 @@ def plan_model(
         checkpoint = str(written)
         passes += 1
     flags: tuple[str, ...] = ()
+    verify_command: tuple[str, ...] = ()
     if chosen is not None:
         # Name a backend when the configuration depends on it (a format only some backends run,
         # per-head scales only some honour), or when the user chose one.
         backend = options.engine.attention_backend
         needs = chosen.candidate.backends
-        dense = set(engine.attention_backends) - set(engine.mla_attention_backends)
-        if backend is None and needs and set(needs) < dense:
+        if backend is None and needs and engine.default_attention_backend not in needs:
             backend = needs[0]
         flags = engine.serve_command(
             checkpoint,
@@ -569,6 +598,7 @@ def plan_model(
             skip_layers=chosen.candidate.skip_layers,
             attention_backend=backend,
         )
+        verify_command = _verify_command(checkpoint, options, chosen.candidate, backend)
     notes = []
     if needed and options.out is None:
         notes.append(
@@ -588,6 +618,7 @@ def plan_model(
         chosen=chosen,
         closest=closest,
         flags=flags,
+        verify_command=verify_command,
         checkpoint=checkpoint if chosen is not None else None,
         checkpoint_needed=needed,
         forward_passes=passes,
@@ -595,6 +626,29 @@ def plan_model(
         forward_seconds=forward_seconds,
         notes=tuple(notes),
     )
+
+
+def _verify_command(
+    checkpoint: str, options: PlanOptions, candidate: Candidate, backend: str | None
+) -> tuple[str, ...]:
+    cmd = ["kvscale", "verify", checkpoint]
+    engine = options.engine
+    if engine.engine is not None:
+        cmd += ["--engine", engine.engine.value]
+    if engine.platform is not None:
+        cmd += ["--platform", engine.platform.value]
+    cmd += ["--kv-cache-dtype", candidate.kv_cache_dtype]
+    if candidate.skip_layers:
+        cmd += ["--kv-cache-dtype-skip-layers", ",".join(candidate.skip_layers)]
+    if backend is not None:
+        cmd += ["--attention-backend", backend]
+    if engine.gpu_arch is not None:
+        cmd += ["--gpu-arch", engine.gpu_arch]
+    cmd += ["--data", str(options.data), "--samples", str(options.samples)]
+    cmd += ["--seq-len", str(options.seq_len)]
+    if options.device != "cpu":
+        cmd += ["--model-device", options.device]
+    return tuple(cmd)
 
 
 def _tokens_fit(size: float | None, gpu_memory: int | None) -> int | None:
@@ -609,13 +663,16 @@ def _confirm(
     samples: Sequence[Sequence[int]],
     scales: Mapping[str, tuple[Any, Any]],
     dtype_bytes: int,
+    engine_options: EngineOptions,
     gpu_memory: int | None,
     progress: ProgressFn | None,
 ) -> CandidateResult:
     from kvscale.model.evaluate import CacheVariant, evaluate_model
 
     meter = _ErrorMeter()
-    variant = CacheVariant(candidate.name, _codecs(candidate, loaded, scales, meter))
+    variant = CacheVariant(
+        candidate.name, _codecs(candidate, loaded, scales, meter, engine_options)
+    )
     run = evaluate_model(loaded, samples, [variant], progress=progress).variant(candidate.name)
     size = _bytes_per_token(candidate, loaded, dtype_bytes)
     names = [layer.engine_name for layer in loaded.layers]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import Convention, Producer
 from kvscale.floats import encode_json_value
+from kvscale.nvfp4_conventions import EngineGlobalScale
 
 if TYPE_CHECKING:
     from kvscale.engine.options import EngineOptions
@@ -143,10 +144,18 @@ class EngineSettings:
     model_dtype: str
     num_heads: int | None = None
     num_kv_heads: int | None = None
+    head_size: int | None = None
+    """The size of what each KV head caches (MLA: the latent row), where the engine's backend
+    choice depends on it."""
     ct_strategy: str | None = None
     ct_has_config_groups: bool = True
     refusal: str | None = None
-    """A model-level refusal (bad scheme, fp8_e5m2, ...) that applies to every layer."""
+    """A model-level refusal (bad scheme, a float KV cache against the model dtype, ...) that
+    applies to every layer."""
+    dtype_refusals: Mapping[str, str] = field(default_factory=dict)
+    """Layer KV-cache dtype -> the engine's refusal of a layer that gets it with this
+    checkpoint (vLLM: ``fp8_e5m2`` with FP8 scales; a layer the skip list keeps at ``auto``
+    escapes it)."""
     uses_kv_scales: bool = True
     """The effective KV-cache dtype is quantized per tensor, so k/v scales are used."""
     scale_dtype: str = "float32"
@@ -167,13 +176,16 @@ class EngineSettings:
         return self.platform == "fnuz"
 
     def for_layer(self, cache: LayerCache) -> EngineSettings:
-        """These settings as one layer sees them: its own KV-cache dtype."""
-        if cache.kv_cache_dtype == self.kv_cache_dtype:
+        """These settings as one layer sees them: its own KV-cache dtype, and the refusal that
+        dtype meets."""
+        refusal = self.refusal or self.dtype_refusals.get(cache.kv_cache_dtype)
+        if cache.kv_cache_dtype == self.kv_cache_dtype and refusal == self.refusal:
             return self
         return replace(
             self,
             kv_cache_dtype=cache.kv_cache_dtype,
             uses_kv_scales=cache.format.scale_use.reads_checkpoint,
+            refusal=refusal,
         )
 
 
@@ -334,14 +346,16 @@ class Engine(ABC):
     """Every value of the engine's own ``--kv-cache-dtype``."""
     attention_backends: tuple[str, ...] = ()
     """Attention backends whose scale handling is modelled (``--attention-backend``)."""
-    mla_attention_backends: tuple[str, ...] = ()
-    """The subset of ``attention_backends`` that serve MLA (latent-cache) models only."""
     fp8_kv_cache_dtype: str = "fp8"
     """The engine's spelling of the per-tensor FP8 (e4m3) KV-cache dtype."""
     commands: frozenset[str] = frozenset(
         ["inspect", "diff", "normalize", "verify", "calibrate", "plan"]
     )
     """The kvscale commands whose questions this engine's rules answer."""
+    default_attention_backend: str | None = None
+    """The backend the engine picks for a model when none is named, where that is fixed (vLLM on
+    NVIDIA GPUs: FLASH_ATTN for an MHA model); a plan names a backend only when it needs
+    another."""
     supports_skip_layers: bool = False
     """The engine can keep chosen layers' KV cache unquantized (vLLM's
     ``--kv-cache-dtype-skip-layers``)."""
@@ -431,6 +445,15 @@ class Engine(ABC):
     def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
         """The backends that honour per-head k/v scales with this dtype (none by default)."""
         return ()
+
+    def nvfp4_global_scales(
+        self, value: float, gpu_arch: str | None
+    ) -> tuple[EngineGlobalScale, ...]:
+        """The global dequantization scale the engine's NVFP4 cache takes from a layer's
+        resolved k or v value, per group of GPUs it treats alike (one group when ``gpu_arch``
+        is given). Default: the value unchanged everywhere (vLLM 0.33.0: ``ModelOptKVCacheMethod``
+        adds nothing, model_executor/layers/quantization/modelopt.py)."""
+        return (EngineGlobalScale(gpu_arch or "all", value, "unchanged"),)
 
     def serve_command(
         self,

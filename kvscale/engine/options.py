@@ -50,20 +50,23 @@ def parse_platform(value: str | Platform) -> Platform:
         raise UsageError(f"unknown platform {value!r}", hint="use ocp or fnuz") from None
 
 
-GPU_ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121")
+GPU_ARCHS = ("sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121")
 """``--gpu-arch`` values: NVIDIA compute capabilities whose FP8/FP4 KV-cache paths differ."""
 
 
 def parse_skip_layers(value: Sequence[str] | str) -> tuple[str, ...]:
-    """Entries as vLLM holds them: strings, compared with ``str(layer_index)`` (so ``"01"`` never
-    matches) or an attention type name. Comma-separated text is split; empty entries dropped."""
+    """Entries as vLLM holds them: strings, compared with ``str(layer_index)`` or an attention
+    type name, so ``"01"`` or ``" 1"`` match nothing, as in vLLM. An entry holding commas is
+    kvscale's list syntax (``0,31``: one flag for several entries, which vLLM spells
+    space-separated); its parts are trimmed and empty ones dropped."""
     items = [value] if isinstance(value, str) else list(value)
     out: list[str] = []
     for item in items:
-        for part in str(item).split(","):
-            entry = part.strip()
-            if entry and entry not in out:
-                out.append(entry)
+        text = str(item)
+        if "," in text:
+            out.extend(part.strip() for part in text.split(",") if part.strip())
+        else:
+            out.append(text)
     return tuple(out)
 
 
@@ -122,6 +125,10 @@ class EngineOptions:
             )
         if self.gpu_arch is not None:
             object.__setattr__(self, "gpu_arch", parse_gpu_arch(self.gpu_arch))
+        if self.attention_backend is not None:
+            # vLLM upper-cases the name (AttentionConfig.validate_backend_before); kvscale's
+            # backend names are lower case, for every engine.
+            object.__setattr__(self, "attention_backend", self.attention_backend.lower())
         self._check_backend()
 
     def _check_backend(self) -> None:

@@ -3,8 +3,8 @@ cache write stored ``x`` in a format, computed by kvscale's reference writers (o
 the same bytes). ``verify --data`` and ``plan`` run the model with these in place of K/V
 (``kvscale.model.evaluate``), and measure them against ``x``.
 
-``x`` is ``[tokens, num_kv_heads, head_size]`` in the model dtype; the result float32 of the
-same shape on x's device.
+``x`` is ``[tokens, num_kv_heads, head_size]`` in the model dtype (an MLA cache row: ``[tokens,
+kv_lora_rank + rope_dim]``); the result float32 of the same shape on x's device.
 """
 
 from __future__ import annotations
@@ -13,10 +13,18 @@ from collections.abc import Callable
 
 import torch
 
-from kvscale.kernel.formats import FP8Format
+from kvscale.cache_formats import CacheFormat, ScaleUse
+from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.kernel.mla import dequantize_mla, reference_concat_and_cache_mla, vllm_mla_skip_scale
 from kvscale.kernel.reference import quantize_to_bits
 
 Roundtrip = Callable[[torch.Tensor], torch.Tensor]
+MLAWriteFn = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str, torch.Tensor, bool], None
+]
+"""``write(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale, skip_scale)``: vLLM's
+``concat_and_cache_mla`` (kvscale's reference or its Triton kernel)."""
+MLA_BLOCK_SIZE = 16
 QuantizeFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """``quantize(x, scale float32 [1] | [kv_heads]) -> uint8 fp8 bits``, as a cache write stores
 them (kvscale's reference or kernel, or an engine's own write)."""
@@ -78,3 +86,70 @@ def nvfp4_roundtrip(global_scale: float, kv_cache_dtype: str = "nvfp4") -> Round
         return dequantize_nvfp4(q.data, q.scales, global_scale).to(x.device)
 
     return roundtrip
+
+
+def mla_latent_roundtrip(
+    scale: torch.Tensor, kv_cache_dtype: str, kv_lora_rank: int, write: MLAWriteFn | None = None
+) -> Roundtrip:
+    """What vLLM 0.33.0's MLA cache gives back for rows ``[tokens, kv_lora_rank + rope_dim]``
+    (``[kv_c | k_pe]``): the rows written in order by ``concat_and_cache_mla`` with the layer's
+    k scale and the ``skip_scale`` vLLM passes (an fp8 dtype and a scale of exactly 1.0:
+    ``MLAAttention.update_kv_cache``), read back as ``fp8 * k_scale`` (``dequantize_mla``, the
+    readers' descale). ``write`` defaults to kvscale's reference
+    (``kvscale.kernel.mla.reference_concat_and_cache_mla``); a kernel with the same bytes may
+    replace it. ``scale``: float32, one element (an MLA row has one scale)."""
+    if scale.numel() != 1:
+        raise ValueError(
+            f"an MLA cache row has one scale, got {scale.numel()} (per-head scales do not apply)"
+        )
+    host = float(scale.reshape(-1)[0])
+    skip_scale = vllm_mla_skip_scale(kv_cache_dtype, host)
+    stores_bits = resolve_kv_cache_dtype(kv_cache_dtype).fp8 is not None
+    cache_write = write or reference_concat_and_cache_mla
+
+    def roundtrip(rows: torch.Tensor) -> torch.Tensor:
+        tokens, width = rows.shape
+        s = scale.reshape(1).to(device=rows.device, dtype=torch.float32)
+        blocks = max(1, -(-tokens // MLA_BLOCK_SIZE))
+        cache = torch.zeros(
+            (blocks, MLA_BLOCK_SIZE, width),
+            dtype=torch.uint8 if stores_bits else rows.dtype,
+            device=rows.device,
+        )
+        slots = torch.arange(tokens, dtype=torch.int64, device=rows.device)
+        cache_write(
+            rows[:, :kv_lora_rank], rows[:, kv_lora_rank:], cache, slots, kv_cache_dtype, s,
+            skip_scale,
+        )  # fmt: skip
+        read = dequantize_mla(cache, slots, kv_cache_dtype, s, kv_lora_rank)
+        return torch.cat([read.kv_c, read.k_pe], dim=1)
+
+    return roundtrip
+
+
+def format_roundtrip(
+    fmt: CacheFormat,
+    kv_cache_dtype: str,
+    scale: torch.Tensor,
+    quantize: QuantizeFn | None = None,
+) -> Roundtrip:
+    """The round trip of one K or V cache (not a latent row) in ``fmt``: FP8 per tensor or per
+    head at ``scale`` (through ``quantize`` when given: an engine's or a kernel's write), NVFP4
+    with ``scale`` as the global scale the engine computed, the per-token-head formats (which
+    read no scale), or unquantized. A format kvscale has no reference writer for is a
+    ValueError (callers list it as not measurable first)."""
+    from kvscale.kernel.formats import FP8_FORMATS
+
+    if fmt.scale_use is ScaleUse.NONE:
+        return unquantized_roundtrip
+    if fmt.reference is None:
+        raise ValueError(f"kvscale has no reference writer for {fmt.name}")
+    if fmt.scale_use is ScaleUse.IN_CACHE:
+        return per_token_head_roundtrip(kv_cache_dtype)
+    if fmt.scale_use is ScaleUse.GLOBAL_SCALE:
+        if scale.numel() != 1:
+            raise ValueError("an NVFP4 cache has one global scale per layer and kind")
+        return nvfp4_roundtrip(float(scale.reshape(-1)[0]), kv_cache_dtype)
+    if fmt.fp8 is None:
+        raise ValueError(f"{fmt.name} is not an FP8 format")
+    return fp8_roundtrip(scale, FP8_FORMATS[fmt.fp8], quantize)

@@ -16,6 +16,15 @@ Padding (``batch_size > 1``): samples are right-padded and an ``attention_mask``
 real tokens see exactly what they see alone (causal attention never looks right); padded
 positions are zeroed before the statistic (|0| never raises a max) and not counted.
 
+MLA layers (``AttentionLayer.latent``) are observed where their cache is written: the model runs
+with ``use_cache=True`` and a fresh ``RecordingCache`` per forward pass, whose ``update`` gets the
+new tokens' latent ``kv_c`` and post-RoPE ``k_pe`` once each (the attention function sees the
+expanded per-head K/V, which the engine never caches). One scale per layer: vLLM 0.33.0's
+``concat_and_cache_mla`` divides the whole ``[kv_c | k_pe]`` row by the k scale, so ``k_amax =
+v_amax = max(amax(kv_c), amax(k_pe))`` (both parts kept in ``LayerCapture.latent_amax``), and the
+holdout counts the row's saturated values. ``--strategy head`` is refused for them (one latent
+"head").
+
 NaN/inf: max propagates NaN and reaches inf, so a non-finite amax marks the layer's kind as
 non-finite; it gets no scale (``CaptureResult.scales`` leaves it out).
 
@@ -51,7 +60,7 @@ from kvscale.model.hook import (
     quiet_transformers,
 )
 from kvscale.model.load import AttentionLayer, LoadedModel, UnsupportedModelError
-from kvscale.model.scales import check_scale_options, kv_scales
+from kvscale.model.scales import E4M3_MAX, check_scale_options, kv_scales
 from kvscale.progress import ProgressEvent, ProgressFn
 
 __all__ = [
@@ -82,6 +91,8 @@ class LayerCapture:
     """Fraction of held-out K values that saturate at the calibrated k scale; None without a
     holdout or without a scale (non-finite amax)."""
     holdout_saturated_v: float | None
+    latent_amax: tuple[float, float] | None = None
+    """MLA: (max |kv_c|, max |k_pe|); ``k_amax`` and ``v_amax`` are both their max."""
 
     @property
     def name(self) -> str:
@@ -114,13 +125,13 @@ class CaptureResult:
         """Engine names of layers whose K or V held NaN/inf (reported, no scale: exit 1)."""
         return tuple(lc.name for lc in self.layers if not (lc.k_finite and lc.v_finite))
 
-    def scales(self) -> dict[str, tuple[Amax | None, Amax | None]]:
-        """Engine layer name -> (k_scale, v_scale) by ``scales.kv_scales``; None for a kind
-        with non-finite activations."""
+    def scales(self, divisor: float = E4M3_MAX) -> dict[str, tuple[Amax | None, Amax | None]]:
+        """Engine layer name -> (k_scale, v_scale) by ``scales.kv_scales`` (``divisor``: 448
+        for FP8, an NVFP4 convention's); None for a kind with non-finite activations."""
         out: dict[str, tuple[Amax | None, Amax | None]] = {}
         for lc in self.layers:
-            k = _scale(lc.k_amax, self.headroom, self.min_scale)
-            v = _scale(lc.v_amax, self.headroom, self.min_scale)
+            k = _scale(lc.k_amax, self.headroom, self.min_scale, divisor)
+            v = _scale(lc.v_amax, self.headroom, self.min_scale, divisor)
             out[lc.name] = (k, v)
         return out
 
@@ -130,10 +141,10 @@ def _finite(value: Amax) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
-def _scale(amax: Amax, headroom: float, min_scale: float) -> Amax | None:
+def _scale(amax: Amax, headroom: float, min_scale: float, divisor: float = E4M3_MAX) -> Amax | None:
     if not _finite(amax):
         return None
-    return kv_scales(amax, headroom=headroom, min_scale=min_scale)
+    return kv_scales(amax, headroom=headroom, min_scale=min_scale, divisor=divisor)
 
 
 def holdout_indices(num_samples: int, fraction: float) -> tuple[int, ...]:
@@ -200,6 +211,19 @@ def _forward_kwargs(model: Any) -> dict[str, Any]:
     return kwargs
 
 
+def _refuse_head_strategy_for_latent(layers: Sequence[AttentionLayer], strategy: str) -> None:
+    """``--strategy head`` on an MLA layer is a UsageError: its cache row is one head."""
+    latent = [layer for layer in layers if layer.latent is not None]
+    if strategy == "head" and latent:
+        raise UsageError(
+            f"--strategy head: {latent[0].module_path}"
+            + (f" and {len(latent) - 1} more" if len(latent) > 1 else "")
+            + " are MLA layers, whose cache holds one latent row per token ([kv_c | k_pe], one "
+            "head) written with one k scale",
+            hint="use --strategy tensor",
+        )
+
+
 def _batches(
     samples: Sequence[Sequence[int]], order: Sequence[int], batch_size: int
 ) -> list[list[int]]:
@@ -250,13 +274,19 @@ def capture_kv_amax(
         raise UsageError("no calibration sample")
     if any(len(s) == 0 for s in samples):
         raise UsageError("calibration samples must not be empty")
+    _refuse_head_strategy_for_latent(loaded.layers, strategy)
     per_head = strategy == "head"
     held = holdout_indices(len(samples), holdout)
     held_set = set(held)
     calib = [i for i in range(len(samples)) if i not in held_set]
     model = loaded.model
     device = loaded.input_device
-    slots = {id(_module(model, layer)): _Slot(layer) for layer in loaded.layers}
+    slots = {
+        id(_module(model, layer)): _Slot(layer) for layer in loaded.layers if layer.latent is None
+    }
+    latent_slots = {
+        layer.layer_idx: _Slot(layer) for layer in loaded.layers if layer.latent is not None
+    }
     state: dict[str, Any] = {"holdout": False, "mask": None, "masks": {}}
 
     def mask_for(dev: torch.device) -> torch.Tensor:
@@ -288,7 +318,29 @@ def capture_kv_amax(
             slot.hv = c if slot.hv is None else slot.hv + c
         return None
 
+    def on_update(layer_idx: int, kv_c: torch.Tensor, k_pe: torch.Tensor) -> None:
+        # An MLA layer's cache write: kv_c [B, 1, S, kv_lora_rank], k_pe [B, 1, S, rope].
+        slot = latent_slots.get(layer_idx)
+        if slot is None:
+            return None
+        slot.calls += 1
+        if state["mask"] is not None:
+            keep = mask_for(kv_c.device)
+            kv_c = kv_c.masked_fill(~keep, 0)
+            k_pe = k_pe.masked_fill(~keep, 0)
+        if not state["holdout"]:
+            slot.k = _running_max(slot.k, _amax(kv_c, False))
+            slot.v = _running_max(slot.v, _amax(k_pe, False))
+            return None
+        if slot.sk is not None:
+            # The row's values, each through the one divide of concat_and_cache_mla.
+            c = _saturated(kv_c, slot.sk) + _saturated(k_pe, slot.sk)
+            slot.hk = c if slot.hk is None else slot.hk + c
+        return None
+
     forward_kwargs = _forward_kwargs(model)
+    cache_kwarg = cache_kwarg_name(model) if latent_slots else None
+    every_slot = [*slots.values(), *latent_slots.values()]
     total = len(samples)
     done = 0
     tokens_done = 0
@@ -302,6 +354,7 @@ def capture_kv_amax(
                         break
                     state["holdout"] = True
                     _prepare_holdout(slots, per_head, headroom, min_scale)
+                    _prepare_latent_holdout(latent_slots, headroom, min_scale)
                 for batch in _batches(samples, order, batch_size):
                     ids, mask, n_tokens = _batch_tensors(samples, batch, device)
                     state["mask"] = mask
@@ -309,8 +362,12 @@ def capture_kv_amax(
                     kwargs = dict(forward_kwargs)
                     if mask is not None:
                         kwargs["attention_mask"] = mask
+                    if cache_kwarg is not None:
+                        # A fresh cache per pass: its update sees this batch's tokens once.
+                        kwargs["use_cache"] = True
+                        kwargs[cache_kwarg] = RecordingCache(model.config, on_update)
                     model(input_ids=ids, **kwargs)
-                    for slot in slots.values():
+                    for slot in every_slot:
                         if slot.calls != 1:
                             raise UnsupportedModelError(
                                 loaded.path,
@@ -329,7 +386,7 @@ def capture_kv_amax(
     except HookError as exc:
         raise UnsupportedModelError(loaded.path, str(exc)) from None
 
-    layers = []
+    layers = [_latent_capture(slot, calib_tokens, held_tokens) for slot in latent_slots.values()]
     for slot in slots.values():
         h = slot.layer.num_kv_heads * slot.layer.head_size
         hv = slot.layer.num_kv_heads * slot.layer.v_head_size
@@ -358,6 +415,36 @@ def capture_kv_amax(
     )
 
 
+def _latent_capture(slot: _Slot, calib_tokens: int, held_tokens: int) -> LayerCapture:
+    assert slot.k is not None and slot.v is not None, "every layer is observed at least once"
+    kv_c, k_pe = _host_float(slot.k), _host_float(slot.v)
+    # torch.maximum keeps a NaN of either part (a Python max() could drop it).
+    row = _host_float(torch.maximum(slot.k, slot.v))
+    assert slot.layer.latent is not None
+    saturated = _fraction(slot.hk, slot.sk, held_tokens * slot.layer.latent.width)
+    return LayerCapture(
+        layer=slot.layer,
+        k_amax=row,
+        v_amax=row,
+        tokens=calib_tokens,
+        holdout_tokens=held_tokens,
+        holdout_saturated_k=saturated,
+        holdout_saturated_v=saturated,
+        latent_amax=(kv_c, k_pe),
+    )
+
+
+def _prepare_latent_holdout(slots: dict[int, _Slot], headroom: float, min_scale: float) -> None:
+    """The one calibrated scale of each MLA layer (float32, from the row's amax), on its
+    device."""
+    for slot in slots.values():
+        assert slot.k is not None and slot.v is not None
+        scale = _scale(_host_float(torch.maximum(slot.k, slot.v)), headroom, min_scale)
+        if scale is None:
+            continue
+        slot.sk = torch.tensor(scale, dtype=torch.float32, device=slot.k.device)
+
+
 def _module(model: Any, layer: AttentionLayer) -> Any:
     return model.get_submodule(layer.module_path)
 
@@ -366,6 +453,10 @@ def _host(acc: torch.Tensor | None, per_head: bool) -> Amax:
     assert acc is not None, "every layer is observed at least once"
     values = [float(v) for v in acc.detach().to("cpu", torch.float32).reshape(-1).tolist()]
     return tuple(values) if per_head else values[0]
+
+
+def _host_float(acc: torch.Tensor) -> float:
+    return float(acc.detach().to("cpu", torch.float32).reshape(-1)[0].item())
 
 
 def _fraction(count: torch.Tensor | None, scale: torch.Tensor | None, values: int) -> float | None:
@@ -400,8 +491,9 @@ def capture_with_cache(
 ) -> dict[str, tuple[Amax, Amax]]:
     """Engine layer name -> (k_amax, v_amax) from a ``DynamicCache`` subclass's ``update``
     inputs, batch 1, ``use_cache=True``: an observation point independent of the attention
-    interface, for cross-checks. Slower and memory-hungry (the cache keeps every sample's K/V);
-    tests only."""
+    interface, for cross-checks. For an MLA layer these are the amax of ``kv_c`` and of ``k_pe``
+    (``LayerCapture.latent_amax``), not the row's. Slower and memory-hungry (the cache keeps
+    every sample's K/V); tests only."""
     if strategy not in STRATEGIES:
         raise UsageError(f"--strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
     per_head = strategy == "head"

@@ -11,6 +11,19 @@ bf16/fp16, that rounded once to the model dtype (the engines' kernels multiply i
 attention in float32: at most half an ulp of the model dtype per element, far below the
 quantization itself).
 
+MLA layers (``AttentionLayer.latent``) are replaced where their cache is written: with any latent
+layer the model runs with ``use_cache=True`` and a fresh ``RecordingCache`` per forward pass, and
+a latent codec (``LayerCodec(row_roundtrip, latent=True)``) replaces the ``(kv_c, k_pe)`` that
+``cache.update`` gets by what the cache gives back for the row ``[kv_c | k_pe]`` (``[tokens,
+kv_lora_rank + rope_dim]``; vLLM 0.33.0 ``concat_and_cache_mla`` then the readers' ``fp8 *
+k_scale``), so ``expand_kv`` and the attention read the dequantized latent, as vLLM's decode
+does. transformers' ``k_pe`` is de-interleaved relative to vLLM's GPT-J order when
+``rope_interleave`` is set; a per-tensor scale quantizes each element on its own, so the order
+changes no value. Every token attends to the quantized latent of every token, itself included:
+vLLM's decode, where the new token's row is written before it is read (its prefill reads the new
+tokens' own latent unquantized: ``MLAAttention.forward_impl`` passes ``k_c_normed``/``k_pe`` to
+``forward_mha``, ``vllm/model_executor/layers/attention/mla_attention.py`` at 0.33.0).
+
 Each variant's loss is the model's own (``model(input_ids, labels=input_ids).loss``: mean
 next-token cross entropy in float32); over several samples the mean is weighted by predicted
 tokens. KL is ``KL(P_unquantized || P_variant)`` of the next-token distributions at the same
@@ -18,8 +31,10 @@ positions (``_Reference``: in chunks of ``KL_CHUNK`` positions, each clamped at 
 over all positions.
 
 ``activations_out`` saves the reference run's K/V (``<layer>.k`` / ``<layer>.v``, ``[tokens,
-num_kv_heads, head_size]``): the tensors ``calibrate`` measures, on which ``verify`` computes
-its per-layer statistics (``kvscale.core.verify.stats``) and ``plan`` quantizes each candidate.
+num_kv_heads, head_size]``; an MLA layer's two halves of the cache row, ``<layer>.kv_c``
+``[tokens, kv_lora_rank]`` and ``<layer>.k_pe`` ``[tokens, rope_dim]``, the arguments of vLLM's
+``concat_and_cache_mla``): the tensors ``calibrate`` measures, on which ``verify`` computes its
+per-layer statistics (``kvscale.core.verify.stats``) and ``plan`` quantizes each candidate.
 """
 
 from __future__ import annotations
@@ -36,7 +51,13 @@ import torch
 from kvscale.errors import LimitExceededError, UsageError
 from kvscale.io.staging import write_file_atomic
 from kvscale.limits import MAX_ACTIVATION_BYTES
-from kvscale.model.hook import HookError, attention_hook, quiet_transformers
+from kvscale.model.hook import (
+    HookError,
+    RecordingCache,
+    attention_hook,
+    cache_kwarg_name,
+    quiet_transformers,
+)
 from kvscale.model.load import LoadedModel, UnsupportedModelError
 from kvscale.progress import ProgressEvent, ProgressFn
 
@@ -50,11 +71,13 @@ __all__ = [
     "Roundtrip",
     "VariantResult",
     "evaluate_model",
+    "latent_rows",
 ]
 
 Roundtrip = Callable[[torch.Tensor], torch.Tensor]
-"""``roundtrip(x) -> what the cache gives back``: ``x`` ``[tokens, num_kv_heads, head_size]`` in
-the model dtype, the result float32 of the same shape, on x's device."""
+"""``roundtrip(x) -> what the cache gives back``: ``x`` ``[tokens, num_kv_heads, head_size]`` (an
+MLA row: ``[tokens, kv_lora_rank + rope_dim]``) in the model dtype, the result float32 of the
+same shape, on x's device."""
 
 REFERENCE = "unquantized"
 """The reference run's name: the model's own K/V, every variant's KL is against it."""
@@ -64,10 +87,19 @@ ACTIVATION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "floa
 
 @dataclass(frozen=True)
 class LayerCodec:
-    """How one layer's cache stores K and V."""
+    """How one layer's cache stores K and V: ``k`` and ``v`` round trips; for an MLA layer
+    (``latent=True``) ``k`` is the round trip of the whole cache row ``[kv_c | k_pe]`` and ``v``
+    is None (the latent has no V of its own)."""
 
     k: Roundtrip
-    v: Roundtrip
+    v: Roundtrip | None = None
+    latent: bool = False
+
+    def __post_init__(self) -> None:
+        if self.latent and self.v is not None:
+            raise UsageError("a latent (MLA) codec has one round trip for the row: pass v=None")
+        if not self.latent and self.v is None:
+            raise UsageError("a K/V codec needs a v round trip")
 
 
 @dataclass(frozen=True)
@@ -118,29 +150,59 @@ def _flat(x: torch.Tensor) -> torch.Tensor:
 
 def _back(deq: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     b, h, s, d = like.shape
-    if deq.dtype != torch.float32 or deq.shape != (b * s, h, d):
-        raise UsageError(
-            f"a codec returned {deq.dtype} {tuple(deq.shape)}, expected float32 {(b * s, h, d)}"
-        )
+    _check_codec_output(deq, (b * s, h, d))
     return deq.to(like.dtype).reshape(b, s, h, d).transpose(1, 2)
 
 
+def _check_codec_output(deq: torch.Tensor, shape: tuple[int, ...]) -> None:
+    if deq.dtype != torch.float32 or tuple(deq.shape) != shape:
+        raise UsageError(
+            f"a codec returned {deq.dtype} {tuple(deq.shape)}, expected float32 {shape}"
+        )
+
+
+def latent_rows(kv_c: torch.Tensor, k_pe: torch.Tensor) -> torch.Tensor:
+    """``cache.update``'s ``[B, 1, S, kv_lora_rank]`` and ``[B, 1, S, rope_dim]`` -> the cache
+    rows ``[B*S, kv_lora_rank + rope_dim]`` (``[kv_c | k_pe]``, vLLM's row layout)."""
+    b, _, s, _ = kv_c.shape
+    return torch.cat([kv_c, k_pe], dim=-1).reshape(b * s, -1)
+
+
+def _latent_back(
+    deq: torch.Tensor, kv_c: torch.Tensor, k_pe: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    b, _, s, rank = kv_c.shape
+    _check_codec_output(deq, (b * s, rank + k_pe.shape[-1]))
+    rows = deq.to(kv_c.dtype).reshape(b, 1, s, -1)
+    return rows[..., :rank].contiguous(), rows[..., rank:].contiguous()
+
+
 def _check_variants(loaded: LoadedModel, variants: Sequence[CacheVariant]) -> None:
-    names = {layer.engine_name for layer in loaded.layers}
+    layers = {layer.engine_name: layer for layer in loaded.layers}
     seen: set[str] = {REFERENCE}
     for variant in variants:
         if variant.name in seen:
             raise UsageError(f"variant {variant.name!r} given twice (or named like the reference)")
         seen.add(variant.name)
-        extra = sorted(set(variant.layers) - names)
+        extra = sorted(set(variant.layers) - set(layers))
         if extra:
             raise UsageError(
                 f"variant {variant.name!r} names {len(extra)} layer(s) the model does not have, "
                 f"first {extra[0]}"
             )
+        for name, codec in variant.layers.items():
+            latent = layers[name].latent is not None
+            if codec.latent != latent:
+                raise UsageError(
+                    f"variant {variant.name!r}: {name} caches "
+                    + ("an MLA latent row" if latent else "K and V")
+                    + ", its codec "
+                    + ("a latent row" if codec.latent else "K and V")
+                )
 
 
 def _activation_budget(loaded: LoadedModel, tokens: int, dtype: torch.dtype, path: Path) -> None:
+    # An MLA layer: one row of head_size (kv_lora_rank + rope_dim) values, v_head_size 0.
     per_token = sum(
         layer.num_kv_heads * (layer.head_size + layer.v_head_size) for layer in loaded.layers
     )
@@ -213,7 +275,8 @@ def evaluate_model(
     """Run the reference and ``variants`` over ``samples`` (see the module doc).
 
     ``activations_out``: also write the reference run's K/V as a safetensors file
-    (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``) in
+    (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``; MLA layers
+    ``<layer>.kv_c`` ``[tokens, kv_lora_rank]`` / ``<layer>.k_pe`` ``[tokens, rope_dim]``) in
     ``activations_dtype`` (default: the model dtype, lossless), atomically.
     """
     if not samples or any(len(s) == 0 for s in samples):
@@ -230,9 +293,16 @@ def evaluate_model(
         save_dtype = ACTIVATION_DTYPES[name]
         _activation_budget(loaded, sum(len(s) for s in samples), save_dtype, save_path)
     model = loaded.model
-    by_module = {id(model.get_submodule(layer.module_path)): layer for layer in loaded.layers}
-    saved: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {
-        layer.engine_name: ([], []) for layer in loaded.layers
+    by_module = {
+        id(model.get_submodule(layer.module_path)): layer
+        for layer in loaded.layers
+        if layer.latent is None
+    }
+    latent_by_idx = {layer.layer_idx: layer for layer in loaded.layers if layer.latent is not None}
+    saved: dict[str, list[torch.Tensor]] = {
+        f"{layer.engine_name}.{kind}": []
+        for layer in loaded.layers
+        for kind in (("kv_c", "k_pe") if layer.latent is not None else ("k", "v"))
     }
     active: dict[str, Mapping[str, LayerCodec] | None] = {"codecs": None}
 
@@ -245,14 +315,35 @@ def evaluate_model(
         codecs = active["codecs"]
         if codecs is None:
             if save_dtype is not None:
-                keys, values = saved[layer.engine_name]
-                keys.append(_flat(key).detach().to("cpu", save_dtype))
-                values.append(_flat(value).detach().to("cpu", save_dtype))
+                saved[f"{layer.engine_name}.k"].append(_flat(key).detach().to("cpu", save_dtype))
+                saved[f"{layer.engine_name}.v"].append(_flat(value).detach().to("cpu", save_dtype))
             return None
         codec = codecs.get(layer.engine_name)
         if codec is None:
             return None
+        assert codec.v is not None  # _check_variants: K/V layers get K/V codecs
         return _back(codec.k(_flat(key)), key), _back(codec.v(_flat(value)), value)
+
+    def on_update(
+        layer_idx: int, kv_c: torch.Tensor, k_pe: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        layer = latent_by_idx.get(layer_idx)
+        if layer is None:
+            return None
+        codecs = active["codecs"]
+        if codecs is None:
+            if save_dtype is not None:
+                for kind, part in (("kv_c", kv_c), ("k_pe", k_pe)):
+                    flat = part.detach().reshape(-1, part.shape[-1]).to("cpu", save_dtype)
+                    saved[f"{layer.engine_name}.{kind}"].append(flat)
+            return None
+        codec = codecs.get(layer.engine_name)
+        if codec is None:
+            return None
+        return _latent_back(codec.k(latent_rows(kv_c, k_pe)), kv_c, k_pe)
+
+    forward_kwargs: dict[str, Any] = {"use_cache": False}
+    cache_kwarg = cache_kwarg_name(model) if latent_by_idx else None
 
     runs: list[tuple[str, Mapping[str, LayerCodec] | None]] = [(REFERENCE, None)]
     runs.extend((v.name, v.layers) for v in variants)
@@ -269,8 +360,14 @@ def evaluate_model(
                 ref: _Reference | None = None
                 for name, codecs in runs:
                     active["codecs"] = codecs
+                    if cache_kwarg is not None:
+                        # MLA: a fresh cache per pass, its update the replacement point.
+                        forward_kwargs = {
+                            "use_cache": True,
+                            cache_kwarg: RecordingCache(model.config, on_update),
+                        }
                     began = time.perf_counter()
-                    out = model(input_ids=ids, labels=ids, use_cache=False)
+                    out = model(input_ids=ids, labels=ids, **forward_kwargs)
                     logits = out.logits[0]
                     if n > 0:
                         sums[name][0] += float(out.loss) * n
@@ -316,18 +413,14 @@ def evaluate_model(
 
 
 def _write_activations(
-    path: Path,
-    saved: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
-    loaded: LoadedModel,
+    path: Path, saved: Mapping[str, list[torch.Tensor]], loaded: LoadedModel
 ) -> None:
     from safetensors.torch import save_file
 
     tensors: dict[str, torch.Tensor] = {}
-    for name, (keys, values) in saved.items():
-        tensors[f"{name}.k"] = torch.cat(keys).contiguous()
-        tensors[f"{name}.v"] = torch.cat(values).contiguous()
-        keys.clear()
-        values.clear()
+    for name, parts in saved.items():
+        tensors[name] = torch.cat(parts).contiguous()
+        parts.clear()
     metadata = {"producer": "kvscale verify --model", "model": loaded.path}
     write_file_atomic(
         path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), "activations"

@@ -17,8 +17,14 @@ the implementation the model had (``sdpa``, ``eager``: the model file's own
 ``eager_attention_forward``, which e.g. Gemma2 specializes for soft-capping; ...).
 
 ``RecordingCache`` is the other observation point, a ``DynamicCache`` whose ``update`` inputs
-are recorded; the layer probe uses it to find which layers have a KV cache, the tests use it as
-an independent oracle.
+are recorded (and, for MLA layers, replaced): the layer probe uses it to find which layers have a
+KV cache and what each caches. For MLA attention (DeepSeek-V2/V3 style) it is *the* observation
+point: since transformers 5.15 ``DeepseekV3Attention.forward`` calls ``cache.update(kv_nope,
+k_rot, layer_idx)`` with the compressed latent (``[batch, 1, seq, kv_lora_rank]``, the
+RMS-normed ``kv_c``) and the post-RoPE shared key part (``[batch, 1, seq, qk_rope_head_dim]``),
+exactly what vLLM's ``concat_and_cache_mla`` writes, and only then expands them to per-head K/V
+for the attention function (``expand_kv``; transformers 5.24.0
+``models/deepseek_v3/modeling_deepseek_v3.py`` lines 446-463).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 import torch
 
 __all__ = [
+    "CacheCallback",
     "HookError",
     "KVCallback",
     "RecordingCache",
@@ -210,6 +217,13 @@ def cache_kwarg_name(model: Any) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+CacheCallback = Callable[
+    [int, torch.Tensor, torch.Tensor], "tuple[torch.Tensor, torch.Tensor] | None"
+]
+"""``callback(layer_idx, key, value)`` with what ``cache.update`` receives; return ``(key,
+value)`` to store (and hand back to the layer) instead."""
+
+
 @functools.cache
 def _recording_cache_class() -> type[Any]:
     DynamicCache = transformers_module("transformers").DynamicCache  # noqa: N806
@@ -217,20 +231,26 @@ def _recording_cache_class() -> type[Any]:
     class _RecordingCache(DynamicCache):  # type: ignore[misc, valid-type]  # Any base
         """A DynamicCache that records what each ``update`` receives (the cached new tokens)."""
 
-        def __init__(self, *args: Any, record: Callable[[int, Any, Any], None], **kwargs: Any):
+        def __init__(self, *args: Any, record: CacheCallback, **kwargs: Any):
             super().__init__(*args, **kwargs)
             self._record = record
 
         def update(
             self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any
         ) -> Any:
-            self._record(layer_idx, key_states, value_states)
+            replaced = self._record(layer_idx, key_states, value_states)
+            if replaced is not None:
+                key_states, value_states = replaced
             return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
     return _RecordingCache
 
 
-def RecordingCache(config: Any, record: Callable[[int, Any, Any], None]) -> Any:  # noqa: N802
+def RecordingCache(config: Any, record: CacheCallback) -> Any:  # noqa: N802
     """A fresh ``DynamicCache(config=config)`` that calls ``record(layer_idx, key, value)`` with
-    every ``update`` input (``[batch, num_kv_heads, new_tokens, head_dim]``) before storing it."""
+    every ``update`` input (``[batch, num_kv_heads, new_tokens, head_dim]``; for MLA layers the
+    latent ``[batch, 1, new_tokens, kv_lora_rank]`` and the RoPE part ``[batch, 1, new_tokens,
+    qk_rope_head_dim]``) before storing it, and stores what ``record`` returns instead when it
+    returns a pair. A fresh cache holds no past tokens, so the layer gets back exactly what was
+    stored (``DynamicLayer.update`` concatenates onto an empty cache)."""
     return _recording_cache_class()(config=config, record=record)

@@ -15,9 +15,19 @@ cache, both through ``attention_hook``. The probe decides, from what the model a
   ``sliding_window`` argument the model passes to the attention function, as Mistral, Qwen2
   and Gemma2 do at v5.17.0; None when it passes none).
 
-MLA models (DeepSeek-V2/V3 style, ``kv_lora_rank`` in the config) are refused before loading:
-transformers caches their decompressed per-head K/V, while vLLM caches a compressed latent plus a
-RoPE part, so no scale taken from transformers' K/V is the one the engine needs.
+MLA layers (DeepSeek-V2/V3 style: the attention module's config has ``kv_lora_rank``) cache one
+latent row per token, ``[kv_c | k_pe]`` (vLLM 0.33.0 ``concat_and_cache_mla``): the RMS-normed
+compressed KV (``kv_lora_rank`` wide) and the post-RoPE shared key part (``qk_rope_head_dim``
+wide). transformers >= 5.15 hands exactly those two tensors to ``cache.update`` as ``[1, 1, S,
+kv_lora_rank]`` and ``[1, 1, S, qk_rope_head_dim]`` (e.g. 5.24.0
+``models/deepseek_v3/modeling_deepseek_v3.py`` line 460; the same call in ``deepseek_v2``,
+``deepseek_v32``, ``glm4_moe_lite``, ``longcat_flash``, ``minicpm3``, ``mistral4``, ...) and only
+then expands them to per-head K/V for the attention function. The probe records such a layer as
+latent (``AttentionLayer.latent``): calibrate and verify observe it at the cache update, never at
+the attention function. Refused, one line each (exit 2): an MLA config without a positive
+``kv_lora_rank`` and ``qk_rope_head_dim``; an update of another width than the config's (the
+engine sizes its cache rows from the config); and transformers releases that cache the expanded
+per-head K/V instead (5.0-5.14), whose cache holds no tensor the engine caches.
 
 Each calibrated module's checkpoint prefix (the name under which ``k_scale`` will be written) is
 found from the module tree and the checkpoint's actual tensor names: the module's own
@@ -52,6 +62,7 @@ __all__ = [
     "DTYPES",
     "PROBE_TOKENS",
     "AttentionLayer",
+    "LatentRow",
     "LoadedModel",
     "ModelLoadError",
     "SkippedLayer",
@@ -59,6 +70,7 @@ __all__ = [
     "checkpoint_tensor_names",
     "load_model",
     "map_attention_layers",
+    "mla_widths",
     "short_error",
 ]
 
@@ -71,9 +83,19 @@ DEVICES = ("cpu", "cuda", "auto")
 PROBE_TOKENS = 6
 """Tokens of the probe forward passes (any length works; short keeps it instant)."""
 
-MLA_CONFIG_KEYS = ("kv_lora_rank",)
-"""Config keys that mean a latent (MLA) KV cache: DeepseekV2/V3Config, Glm4MoeLiteConfig, ...
-(transformers v5.17.0 ``models/deepseek_v3/configuration_deepseek_v3.py``)."""
+MLA_CONFIG_KEY = "kv_lora_rank"
+"""The config attribute that means a latent (MLA) KV cache: every transformers 5.24 config class
+with it (DeepseekV2/V3/V32Config, Glm4MoeLiteConfig, LongcatFlashConfig, MiniCPM3Config, ...)
+belongs to an attention module that caches ``[kv_c | k_pe]``; DeepseekV4Config, whose attention
+is another design, has ``qk_rope_head_dim`` but no ``kv_lora_rank``."""
+MLA_WIDTH_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
+LATENT_CACHE_SINCE = "5.15.0"
+"""The first transformers release whose MLA attention caches the latent: 5.15.0
+``models/deepseek_v3/modeling_deepseek_v3.py`` line 461 ``past_key_values.update(kv_nope, k_rot,
+...)``; 5.14.0 line 449 caches ``key_states, value_states`` after ``kv_b_proj`` (the expanded
+per-head K/V), as 5.0.0, 5.10.0, 5.12.0 and 5.13.0 do. The probe, run under the 5.14.0 wheel,
+refuses the tiny DeepSeek-V3 of the tests with the expanded-K/V message; under 5.15.0 it records
+latent layers and the capture equals the update oracle to the bit."""
 
 
 class ModelLoadError(InputError):
@@ -82,6 +104,20 @@ class ModelLoadError(InputError):
 
 class UnsupportedModelError(InputError):
     """The model loads, but kvscale cannot observe its KV cache correctly: refused (exit 2)."""
+
+
+@dataclass(frozen=True)
+class LatentRow:
+    """An MLA layer's cache row per token: ``[kv_c | k_pe]``, ``kv_lora_rank + rope_dim`` wide,
+    one scale for the whole row (vLLM 0.33.0 ``concat_and_cache_mla`` divides every element by
+    ``*scale``, the layer's k scale)."""
+
+    kv_lora_rank: int
+    rope_dim: int
+
+    @property
+    def width(self) -> int:
+        return self.kv_lora_rank + self.rope_dim
 
 
 @dataclass(frozen=True)
@@ -103,6 +139,9 @@ class AttentionLayer:
     head_size: int
     v_head_size: int
     device: str
+    latent: LatentRow | None = None
+    """MLA: the cached row (then ``num_kv_heads`` is 1, ``head_size`` the row's width and
+    ``v_head_size`` 0: the latent has no V of its own); None for a K/V cache."""
 
 
 @dataclass(frozen=True)
@@ -257,16 +296,58 @@ def _text_config(config: Any) -> Any:
     return get(decoder=True) if callable(get) else config
 
 
-def _refuse_mla(path: Path, config: Any) -> None:
-    for cfg in {id(c): c for c in (config, _text_config(config))}.values():
-        for key in MLA_CONFIG_KEYS:
-            if getattr(cfg, key, None) is not None:
+def mla_widths(path: Path | str, config: Any) -> LatentRow | None:
+    """The latent row an MLA config declares, None for a config without ``kv_lora_rank``.
+
+    Raises UnsupportedModelError when the config has ``kv_lora_rank`` but it or
+    ``qk_rope_head_dim`` is not a positive integer: the engine sizes its cache rows from them.
+    """
+    if not hasattr(config, MLA_CONFIG_KEY):
+        return None
+    widths: list[int] = []
+    for key in MLA_WIDTH_KEYS:
+        value = getattr(config, key, None)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise UnsupportedModelError(
+                path,
+                f"{type(config).__name__} is an MLA config without a usable {key} "
+                f"({value!r}); the engine's latent cache row is kv_lora_rank + qk_rope_head_dim "
+                "wide",
+            )
+        widths.append(value)
+    return LatentRow(*widths)
+
+
+def _check_raw_mla_config(path: Path) -> None:
+    """config.json itself, before transformers builds a config from it: an MLA config (one with
+    ``kv_lora_rank``) whose ``kv_lora_rank`` or ``qk_rope_head_dim`` is given but not a positive
+    integer (``null``, ``0``, a string) is refused here in one line; transformers' config
+    classes would fail on it with an arithmetic TypeError, or build a model without a latent.
+    An absent key is transformers' default, as in the engine, which reads the same class."""
+    try:
+        raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # _load_config reports an unreadable config
+    if not isinstance(raw, Mapping):
+        return
+    sections = [raw, *(raw[k] for k in ("text_config",) if isinstance(raw.get(k), Mapping))]
+    for section in sections:
+        if MLA_CONFIG_KEY not in section:
+            continue
+        for key in MLA_WIDTH_KEYS:
+            value = section.get(key, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise UnsupportedModelError(
                     path,
-                    f"{type(cfg).__name__} uses multi-head latent attention ({key}="
-                    f"{getattr(cfg, key)}): the engine caches a compressed latent, which "
-                    "transformers never materializes, so its scales cannot be calibrated here",
+                    f"config.json is an MLA config without a usable {key} "
+                    f"({json.dumps(value)}); the engine's latent cache row is kv_lora_rank + "
+                    "qk_rope_head_dim wide",
                 )
+
+
+def _check_mla_config(path: Path, config: Any) -> None:
+    for cfg in {id(c): c for c in (config, _text_config(config))}.values():
+        mla_widths(path, cfg)
 
 
 def _resolve_dtype(path: Path, config: Any, requested: str) -> str:
@@ -360,7 +441,8 @@ def load_model(
     rounding differs from sdpa's by an ulp from a few layers in.
 
     Raises ModelLoadError / UnsupportedModelError (InputError: exit 2) for missing weights, a
-    model transformers cannot load, MLA, unknown architectures, models whose attention bypasses
+    model transformers cannot load, an MLA model whose cache transformers does not hold as the
+    engine does (see the module doc), unknown architectures, models whose attention bypasses
     transformers' attention interface; EnvironmentMissingError for ``cuda`` without CUDA.
     """
     transformers = transformers_module("transformers")
@@ -378,8 +460,9 @@ def load_model(
     if not (path / "config.json").is_file():
         raise ModelLoadError(path, "no config.json: not a Hugging Face model directory")
     names = checkpoint_tensor_names(path)
+    _check_raw_mla_config(path)
     config = _load_config(path)
-    _refuse_mla(path, config)
+    _check_mla_config(path, config)
     _drop_kv_only_quantization(config)
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise UnsupportedModelError(
@@ -645,11 +728,34 @@ def map_attention_layers(
 
     renamed: dict[str, str] | None = None
     layers: list[AttentionLayer] = []
+    text_config = _text_config(model.config)
     for layer_idx in sorted(by_idx):
         seen = by_idx[layer_idx]
         module_path = paths[id(seen.module)]
         k_upd, v_upd = updates[layer_idx][0]
         k, v = seen.key, seen.value
+        row = mla_widths(path, getattr(seen.module, "config", None) or text_config)
+        if row is not None:
+            _check_latent(path, module_path, row, (k_upd, v_upd), (k, v))
+            prefix, renamed = _checkpoint_prefix(
+                model, module_path, seen.module, checkpoint_names, path, renamed
+            )
+            layers.append(
+                AttentionLayer(
+                    layer_idx=layer_idx,
+                    module_path=module_path,
+                    checkpoint_prefix=prefix,
+                    engine_name=f"{prefix}.attn",
+                    layer_type=_layer_type(layer_types, layer_idx) or "full_attention",
+                    sliding_window=None,
+                    num_kv_heads=1,
+                    head_size=row.width,
+                    v_head_size=0,
+                    device=str(k_upd.device),
+                    latent=row,
+                )
+            )
+            continue
         if k.dim() != 4 or v.dim() != 4 or k.shape[0] != 1 or k.shape[2] != PROBE_TOKENS:
             raise UnsupportedModelError(
                 path,
@@ -671,7 +777,7 @@ def map_attention_layers(
         prefix, renamed = _checkpoint_prefix(
             model, module_path, seen.module, checkpoint_names, path, renamed
         )
-        kind = layer_types[layer_idx] if layer_types and 0 <= layer_idx < len(layer_types) else None
+        kind = _layer_type(layer_types, layer_idx)
         window = seen.sliding_window
         if kind is None:
             kind = "sliding_attention" if window else "full_attention"
@@ -700,6 +806,41 @@ def map_attention_layers(
                 )
     skipped.sort(key=lambda s: s.layer_idx if s.layer_idx is not None else -1)
     return tuple(layers), tuple(skipped)
+
+
+def _layer_type(layer_types: list[str] | None, layer_idx: int) -> str | None:
+    return layer_types[layer_idx] if layer_types and 0 <= layer_idx < len(layer_types) else None
+
+
+def _check_latent(
+    path: Path,
+    module_path: str,
+    row: LatentRow,
+    cached: tuple[torch.Tensor, torch.Tensor],
+    attended: tuple[torch.Tensor, torch.Tensor],
+) -> None:
+    """An MLA layer must hand ``cache.update`` the latent ``[1, 1, S, kv_lora_rank]`` and the RoPE
+    part ``[1, 1, S, qk_rope_head_dim]``; anything else is refused, never calibrated."""
+    kv_c, k_pe = cached
+    want = ((1, 1, PROBE_TOKENS, row.kv_lora_rank), (1, 1, PROBE_TOKENS, row.rope_dim))
+    got = (tuple(kv_c.shape), tuple(k_pe.shape))
+    if got == want:
+        return
+    if got == (tuple(attended[0].shape), tuple(attended[1].shape)):
+        version = transformers_module("transformers").__version__
+        raise UnsupportedModelError(
+            path,
+            f"{module_path}: transformers {version} caches this MLA layer's decompressed "
+            f"per-head K/V {list(got[0])} / {list(got[1])}, not the latent [kv_c | k_pe] the "
+            f"engine caches; transformers >= {LATENT_CACHE_SINCE} caches the latent (pip install "
+            f"'transformers>={LATENT_CACHE_SINCE}')",
+        )
+    raise UnsupportedModelError(
+        path,
+        f"{module_path}: a latent of the wrong width: cache.update gets {list(got[0])} / "
+        f"{list(got[1])}, the config's kv_lora_rank {row.kv_lora_rank} and qk_rope_head_dim "
+        f"{row.rope_dim} mean {list(want[0])} / {list(want[1])}",
+    )
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -29,8 +29,6 @@ E4M3_MAX = 448.0
 
 __all__ = [
     "E4M3_MAX",
-    "NVFP4_GLOBAL_DIVISOR",
-    "nvfp4_global_scale",
     "check_scale_options",
     "kv_scale",
     "kv_scales",
@@ -54,8 +52,13 @@ def check_scale_options(headroom: float, min_scale: float) -> None:
         raise UsageError(f"--min-scale {min_scale!r} must be a finite number >= 0")
 
 
-def kv_scale(amax: float, *, headroom: float = 1.0, min_scale: float = 0.0) -> float:
+def kv_scale(
+    amax: float, *, headroom: float = 1.0, min_scale: float = 0.0, divisor: float = E4M3_MAX
+) -> float:
     """One calibrated scale, every operation rounded to float32.
+
+    ``divisor``: 448 for an FP8 cache; an NVFP4 global scale divides by its convention's
+    (``nvfp4_conventions.GlobalScaleConvention.divisor``: 448 or 2688).
 
     ``amax`` is the largest |x| observed (a float32 value; a wider one is rounded first).
     Returns a float32 value as a Python float. A non-finite ``amax`` is a ValueError: a layer
@@ -67,31 +70,22 @@ def kv_scale(amax: float, *, headroom: float = 1.0, min_scale: float = 0.0) -> f
     if not math.isfinite(a) or a < 0.0:
         raise ValueError(f"amax must be a finite non-negative number, got {amax!r}")
     scaled = to_float32(a * to_float32(float(headroom)))
-    scale = to_float32(scaled / E4M3_MAX)
+    scale = to_float32(scaled / divisor)
     floor = to_float32(float(min_scale))
     # max(), not a clamp with NaN semantics: both operands are finite or +inf here.
     return scale if scale >= floor else floor
 
 
 def kv_scales(
-    amax: float | Sequence[float], *, headroom: float = 1.0, min_scale: float = 0.0
+    amax: float | Sequence[float],
+    *,
+    headroom: float = 1.0,
+    min_scale: float = 0.0,
+    divisor: float = E4M3_MAX,
 ) -> float | tuple[float, ...]:
     """``kv_scale`` of one value (``--strategy tensor``) or of each KV head (``head``)."""
     if isinstance(amax, (int, float)):
-        return kv_scale(float(amax), headroom=headroom, min_scale=min_scale)
-    return tuple(kv_scale(float(a), headroom=headroom, min_scale=min_scale) for a in amax)
-
-
-NVFP4_GLOBAL_DIVISOR = 448.0 * 6.0
-"""e4m3's max block scale times e2m1's max value: ``amax / 2688`` is the global scale that lets
-the largest block of the tensor use block scale 448 (vLLM's NVFP4 write takes the checkpoint
-value unchanged as the global dequantization scale: ``kv-dtypes.md`` §4.1)."""
-
-
-def nvfp4_global_scale(amax: float) -> float:
-    """The NVFP4 global scale of a tensor whose largest |x| is ``amax``, in float32:
-    ``f32(f32(amax) / 2688)``."""
-    a = to_float32(float(amax))
-    if not math.isfinite(a) or a < 0.0:
-        raise ValueError(f"amax must be a finite non-negative number, got {amax!r}")
-    return to_float32(a / NVFP4_GLOBAL_DIVISOR)
+        return kv_scale(float(amax), headroom=headroom, min_scale=min_scale, divisor=divisor)
+    return tuple(
+        kv_scale(float(a), headroom=headroom, min_scale=min_scale, divisor=divisor) for a in amax
+    )

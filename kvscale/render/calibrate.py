@@ -63,6 +63,7 @@ def calibrate_json(
             "attn_implementation": plan.loaded.attn_implementation,
             "transformers_version": plan.loaded.transformers_version,
         },
+        "nvfp4": plan.nvfp4.to_json() if plan.nvfp4 is not None else None,
         "strategy": capture.strategy,
         "headroom": capture.headroom,
         "min_scale": capture.min_scale,
@@ -175,6 +176,11 @@ def calibrate_renderables(
             style="dim",
         )
     )
+    if plan.nvfp4 is not None:
+        conv = plan.nvfp4.convention
+        out.append(
+            Text(f"NVFP4 global scales written as {conv.value} ({conv.meaning}): {plan.nvfp4.why}")
+        )
     if result is not None:
         total = sum(f.bytes for f in result.files)
         line = Text("wrote ", style="bold green")

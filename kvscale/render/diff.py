@@ -85,6 +85,7 @@ def diff_json(result: DiffResult, applied: Mapping[str, object] | None = None) -
         "b": _side_json(result.b),
         "max_rel_change": result.threshold,
         "settings_differ": list(result.settings_differ),
+        "notes": list(result.notes),
         "layers": [_layer_json(layer, by_layer) for layer in result.layers],
         "failures": [
             {"rule": f.rule, "layer": f.layer, "message": f.message} for f in result.failures
@@ -218,6 +219,10 @@ def diff_renderables(result: DiffResult, *, show_all: bool = False) -> list[Rend
             f"{key} differs: A {getattr(result.a, key)}, B {getattr(result.b, key)}; "
             "values are not comparable (pass --kv-cache-dtype / --platform)\n"
         )
+    for note in result.notes:
+        notes.append("note ", style="cyan")
+        notes.append_text(safe_text(note))
+        notes.append("\n")
     grouped: dict[str, list[str]] = defaultdict(list)
     for failure in result.failures:
         grouped[failure.rule].append(f"{failure.layer.removesuffix('.attn')}: {failure.message}")

@@ -98,6 +98,7 @@ def inspect_json(
             {"tensor": u.tensor, "file": u.file, "engine_name": u.engine_name, "reason": u.reason}
             for u in report.unmapped
         ],
+        **({} if report.nvfp4 is None else {"nvfp4": report.nvfp4.to_json()}),
         **({} if report.remote is None else {"source": report.remote.to_json()}),
         "summary": {
             "layers": len(report.layers),
@@ -281,10 +282,31 @@ def inspect_renderables(
                 style="dim",
             )
         )
+    nvfp4 = nvfp4_note(report)
+    if nvfp4 is not None:
+        out.append(Text(sanitize(nvfp4), style="dim"))
     out.append(
         Text(sanitize(summary_line(report, failing)), style="bold red" if failing else "bold green")
     )
     return out
+
+
+def nvfp4_note(report: ScaleReport) -> str | None:
+    """One line on what the NVFP4 global scales are read as, where the convention is known
+    (an unknown one is the ``nvfp4-convention-unknown`` problem)."""
+    nv = report.nvfp4
+    if nv is None or nv.evidence.convention is None or not nv.layers:
+        return None
+    first = nv.layers[0]
+    groups = "; ".join(
+        f"{r.gpus}: engine global scale {r.engine_scale:.4g}, largest block scale "
+        f"{r.largest_block_scale:.4g}"
+        for r in first.k
+    )
+    return (
+        f"note: NVFP4 global scales are {nv.evidence.convention.value} ({nv.evidence.why}); "
+        f"{_short_layer(first.name)} k on {groups}"
+    )
 
 
 def total_line(summary: Mapping[str, int]) -> RenderableType:

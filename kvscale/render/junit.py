@@ -158,6 +158,9 @@ CHECKS: tuple[Check, ...] = (
             "scales-never-used",
             "backend-refuses-scale",
             "backend-unsupported-dtype",
+            "no-in-tree-backend",
+            "nvfp4-convention-unknown",
+            "nvfp4-block-scales-out-of-range",
         ),
     ),
     # Reported by `kvscale normalize`, not by inspect: no test case in inspect's JUnit report.
@@ -193,6 +196,7 @@ CHECKS: tuple[Check, ...] = (
             "layer-not-calibrated",
             "nonfinite-activations",
             "scales-replaced",
+            "calibrated-scales-not-loaded",
         ),
     ),
 )

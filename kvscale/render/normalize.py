@@ -75,6 +75,9 @@ def normalize_json(
             "added": [{"file": s, "tensor": t} for s, t in plan.added],
         },
         "source_fingerprint": dict(plan.fingerprint),
+        "nvfp4_conversion": (
+            plan.nvfp4_conversion.to_json() if plan.nvfp4_conversion is not None else None
+        ),
         "warnings": _problems(plan.warnings),
         "problems": _problems(plan.blocking),
         "kvscale_version": __version__,
@@ -132,6 +135,19 @@ def normalize_renderables(
         )
     if plan.layers:
         out.append(table)
+    conv = plan.nvfp4_conversion
+    if conv is not None:
+        factor = "x6" if conv.target.divisor < conv.source.divisor else "/6"
+        out.append(
+            Text(
+                f"NVFP4 global scales of {conv.layers} layers rewritten {factor}: from "
+                f"{conv.source.value} ({conv.source_why}) to {conv.target.value} "
+                f"({conv.target_why})"
+                if conv.source is not conv.target
+                else f"NVFP4 global scales of {conv.layers} layers are already "
+                f"{conv.target.value} ({conv.target_why}): written unchanged"
+            )
+        )
     if result is not None:
         actions = Counter(f.action for f in result.files if f.path.startswith("checkpoint/"))
         total = sum(f.bytes for f in result.files)

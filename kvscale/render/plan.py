@@ -75,6 +75,7 @@ def plan_json(result: PlanResult, applied: Mapping[str, object] | None = None) -
         "chosen": None if result.chosen is None else result.chosen.name,
         "closest": None if result.closest is None else result.closest.name,
         "command": list(result.flags),
+        "verify_command": list(result.verify_command),
         "checkpoint": result.checkpoint,
         "checkpoint_needed": result.checkpoint_needed,
         "forward_passes": result.forward_passes,
@@ -108,6 +109,7 @@ def plan_summary(result: PlanResult) -> list[str]:
             f"{result.ppl_unquantized:.4f} unquantized; budget {budget})"
         )
         lines.append("command: " + shlex.join(result.flags))
+        lines.append("reproduce: " + shlex.join(result.verify_command))
         if c.candidate.skip_layers:
             base = _base_run(result, c)
             if base is not None:

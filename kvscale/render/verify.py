@@ -31,6 +31,11 @@ def _stats_json(stats: KindStats | None) -> dict[str, Any] | None:
         "mismatched_bytes": stats.mismatched_bytes,
         "data": stats.data,
         "failures": list(stats.failures),
+        **(
+            {}
+            if stats.zero_blocks is None
+            else {"zero_blocks": stats.zero_blocks, "saturated_blocks": stats.saturated_blocks}
+        ),
     }
 
 
@@ -65,6 +70,8 @@ def verify_json(
         "platform": result.platform,
         "tokens": result.tokens,
         "thresholds": dict(result.thresholds),
+        "checked": list(result.checked),
+        "not_checked": list(result.not_checked),
         "notes": list(result.notes),
         "synthetic_layers": list(result.synthetic_layers),
         "policy_file": (applied or {}).get("policy_file"),
@@ -94,20 +101,29 @@ def _model_eval_json(model_eval: ModelEval | None) -> dict[str, Any] | None:
         "max_ppl_increase": model_eval.max_ppl_increase,
         "max_kl": model_eval.max_kl,
         "failures": list(model_eval.failures),
+        "variants": [v.to_json() for v in model_eval.variants],
     }
 
 
 def model_eval_line(model_eval: ModelEval) -> str:
-    """The end-to-end numbers in one line."""
-    return (
+    """The end-to-end numbers in one line (more variants: one more line each)."""
+    line = (
         f"model {model_eval.model} on {model_eval.tokens} tokens ({model_eval.samples} samples, "
         f"{model_eval.dtype} on {model_eval.device}): perplexity {model_eval.ppl_unquantized:.4f} "
-        f"unquantized, {model_eval.ppl_fp8:.4f} with the FP8 cache "
+        f"unquantized, {model_eval.ppl_fp8:.4f} with the target's cache "
         f"({model_eval.ppl_increase:+.2%}), {model_eval.ppl_unit_scales:.4f} with every scale "
         f"1.0; KL vs unquantized: mean {model_eval.kl_mean:.3g}, max {model_eval.kl_max:.3g} "
         f"(scales 1.0: mean {model_eval.kl_mean_unit_scales:.3g}, max "
         f"{model_eval.kl_max_unit_scales:.3g})"
     )
+    for v in model_eval.variants:
+        if v.name in ("target", "unit_scales"):
+            continue
+        line += (
+            f"\n  {v.name} ({v.description}): perplexity {v.ppl:.4f}, KL mean "
+            f"{v.kl_mean:.3g}, max {v.kl_max:.3g}"
+        )
+    return line
 
 
 def _pct(value: float) -> str:
@@ -130,7 +146,10 @@ def _kernel_text(result: VerifyResult) -> str:
 
 def verdict_line(result: VerifyResult) -> str:
     passed = sum(layer.passed for layer in result.layers)
-    limits = ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
+    limits = (
+        ", ".join(f"{k} <= {v:g}" for k, v in result.thresholds.items())
+        or "self-scaled or unquantized cache: errors reported, not judged"
+    )
     verdict = "OK" if result.ok else "FAIL"
     line = (
         f"{verdict}: {passed}/{len(result.layers)} layers pass ({limits}); "
@@ -156,6 +175,14 @@ def verdict_line(result: VerifyResult) -> str:
     return line
 
 
+def coverage_line(result: VerifyResult) -> str:
+    """What the verdict rests on, and what it does not."""
+    line = "checked: " + "; ".join(result.checked)
+    if result.not_checked:
+        line += ". NOT checked: " + "; ".join(result.not_checked)
+    return line
+
+
 def verify_lines(result: VerifyResult) -> list[str]:
     """``--quiet``: one line per failure, then the verdict."""
     out = []
@@ -167,6 +194,7 @@ def verify_lines(result: VerifyResult) -> list[str]:
                 out.extend(f"{layer.name} {kind}: {reason}" for reason in stats.failures)
     if result.model_eval is not None:
         out.extend(f"model: {failure}" for failure in result.model_eval.failures)
+    out.append(coverage_line(result))
     out.append(verdict_line(result))
     return out
 
@@ -259,5 +287,7 @@ def verify_renderables(
         out.append(safe_text(model_eval_line(result.model_eval)))
         for failure in result.model_eval.failures:
             out.append(safe_text(f"model: {failure}", "bold red"))
+    # The verdict stays the last line (CI logs and scripts read it); what it rests on before it.
+    out.append(safe_text(coverage_line(result), "dim" if not result.not_checked else "yellow"))
     out.append(Text(verdict_line(result), style="bold green" if result.ok else "bold red"))
     return out

@@ -225,3 +225,55 @@ def test_equal_bytes_prefer_what_needs_no_new_scales() -> None:
         [calibrated, unit], ("kl", 0.01), 10.0, False, lambda c: None, lambda c: unit
     )
     assert chosen is unit
+
+
+# --- verify --data reproduces the chosen configuration ---------------------------------------
+
+
+def _cli(*args: object) -> Any:
+    from typer.testing import CliRunner
+
+    from kvscale.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        "fp8:calibrated",
+        "fp8:unit",
+        "int8_per_token_head",
+        "nvfp4:calibrated",
+        "nvfp4_4over6:calibrated",
+    ],
+)
+def test_verify_data_reproduces_the_plans_numbers_exactly(
+    tiny: Path, data: Path, tmp_path: Path, candidate: str
+) -> None:
+    """The plan's ``reproduce`` command (``kvscale verify`` on the checkpoint to serve, under the
+    serving flags, the same data) gives the plan's perplexity and KL to the bit: the same codecs
+    (kvscale.model.cache_codecs) at the values the engine holds from the written checkpoint.
+    Slow: about 20 s each (plan, then verify, on the tiny model)."""
+    out = tmp_path / "plan"
+    result = _cli(
+        "plan", tiny, "--data", data, "--samples", "3", "--seq-len", "24", "--max-kl", "10",
+        "--candidates", candidate, "--out", out, "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["chosen"] == candidate
+    (chosen,) = [c for c in plan["candidates"] if c["name"] == candidate]
+    command = plan["verify_command"]
+    assert command[:3] == ["kvscale", "verify", plan["checkpoint"]]
+    assert (plan["checkpoint"] == str(out / "checkpoint")) == candidate.endswith(":calibrated")
+    verify = _cli(*command[1:], "--json")
+    assert verify.exit_code == 0, verify.stderr
+    model_eval = json.loads(verify.stdout)["model_eval"]
+    assert model_eval["ppl_unquantized"] == plan["ppl_unquantized"]
+    assert (model_eval["ppl_fp8"], model_eval["kl_mean"], model_eval["kl_max"]) == (
+        chosen["ppl"],
+        chosen["kl_mean"],
+        chosen["kl_max"],
+    )

@@ -1,7 +1,7 @@
 """The Triton MLA cache-write kernel in Triton's CPU interpreter (TRITON_INTERPRET=1).
 
 The interpreter's fp8 cast is not the GPU's (no saturation, its own NaN, other tie rules:
-tests/test_kernel_interpret.py), so inputs here are values whose quotient is exactly
+tests/kernel/test_triton_cache.py), so inputs here are values whose quotient is exactly
 representable in e4m3 and e5m2 (small integers times powers of two, power-of-two scales). What
 is checked is everything else: slot -> block/offset arithmetic, the k_pe part landing at offset
 kv_lora_rank, every stride (k_pe and kv_c sliced out of the fused projection output, padded and

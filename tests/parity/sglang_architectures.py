@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """How every registered SGLang 0.5.23 architecture loads a checkpoint's KV-scale tensors.
 
-    python tests/parity/sglang_architectures.py --sglang-src /work/scratch/sglang/src --write
-    python tests/parity/sglang_architectures.py --sglang-src /work/scratch/sglang/src --check
-    (--json FILE writes the evidence: every outcome with its file:line; about a minute)
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sgl_dl/src \
+        --out tests/parity/sglang_architectures.json      # about a minute
+    python tests/parity/render_tables.py                 # -> kvscale/engine/sglang/architectures.py
+    python tests/parity/sglang_architectures.py --sglang-src /tmp/sgl_dl/src --check
 
 SGLang's architectures do not share one loader: Llama's ``_legacy_load_weights`` calls
 ``maybe_remap_kv_scale_name`` before its stacked q/k/v -> qkv_proj rename, Qwen2's never calls
 it, Gemma2 renames first and indexes ``params_dict`` without a check, DeepSeek renames
 ``k_proj`` to ``attn_mqa``... This script finds out which, for every architecture of the model
 registry (every ``EntryClass`` of ``srt/models/*.py``), by *running* each one's own
-``load_weights`` on KV-scale tensor names, and writes ``kvscale/engine/sglang/architectures.py``
-(``--write``) or checks that the committed one is what the source gives (``--check``; also
-``tests/test_sglang_parity.py -k architectures_up_to_date`` with ``KVSCALE_SGLANG_SRC`` set).
-The parity oracle (``sglang_oracle.py``) uses the same machinery to run these loaders on its
-cases with SGLang's real RadixAttention and quant configs.
+``load_weights`` on KV-scale tensor names, and writes the evidence
+(``tests/parity/sglang_architectures.json``: every outcome with its file:line, and the sha256
+of every SGLang file read); ``tests/parity/render_tables.py`` renders
+``kvscale/engine/sglang/architectures.py`` from it. ``--check`` (also
+``tests/parity/test_tables.py`` with ``KVSCALE_SGLANG_SRC`` set) re-derives the evidence and
+compares. The parity oracle (``sglang_oracle.py``) uses the same World to *build* the
+architectures of its cases with their own ``__init__`` (``Harness(construct=True)``, ``build``)
+and SGLang's real RadixAttention and quant configs, then runs their loaders.
 
 How the code is run (nothing of SGLang is installed or copied; it is read from the extracted
 wheel at run time):
@@ -58,11 +62,11 @@ wheel at run time):
   what SGLang logged (messages that name the other layer are whole-model summaries and left
   out), or the exception that stopped the load, each with its file:line.
 
-Architectures with the same outcomes (names templated: ``{prefix}``, ``{layer}``, ``{name}``)
-share a loader class, named after one of them (``PREFERRED``). kvscale routes checkpoint names
-of those classes by the recorded outcomes (``kvscale.engine.sglang.names.route_recorded``);
-LlamaForCausalLM's class through ``names.remap``, which ``tests/test_sglang_parity.py`` checks
-against the recorded outcomes.
+The renderer groups architectures with the same outcomes (names templated: ``{prefix}``,
+``{layer}``, ``{name}``) into loader classes. kvscale routes checkpoint names of those classes
+by the recorded outcomes (``kvscale.engine.sglang.names.route_recorded``); LlamaForCausalLM's
+class through ``names.remap``, which ``tests/test_sglang_parity.py`` checks against the
+recorded outcomes.
 """
 
 from __future__ import annotations
@@ -88,8 +92,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-TABLE = REPO / "kvscale" / "engine" / "sglang" / "architectures.py"
-SCHEMA = "kvscale.sglang-architectures/1"
+EVIDENCE = HERE / "sglang_architectures.json"
+SCHEMA = "kvscale.sglang-architectures/2"
 
 PREFIX = "model.layers.0.self_attn"
 LAYER = "model.layers.0"
@@ -328,7 +332,13 @@ class World:
     ``with world.active():`` the ``sglang.*`` modules are also in ``sys.modules`` (what
     ``inspect``, ``dataclasses`` and ``typing`` look classes up in)."""
 
-    def __init__(self, src: str | os.PathLike[str], provided: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        src: str | os.PathLike[str],
+        provided: dict[str, dict[str, Any]],
+        real: frozenset[str] = frozenset(),
+    ) -> None:
+        """``real``: modules outside ``srt/models`` and ``srt/configs`` to execute for real."""
         p = Path(src).resolve()
         if (p / "sglang" / "__init__.py").is_file():
             p = p / "sglang"
@@ -337,6 +347,7 @@ class World:
         self.pkg = p
         self.models_dir = p / "srt" / "models"
         self.provided = provided
+        self.real = real
         self.used: dict[str, str] = {}
         self.mods: dict[str, types.ModuleType] = {}
         self.make_logger: Callable[[str], Any] = lambda name: None
@@ -363,8 +374,8 @@ class World:
                 if rel.with_suffix(".py").is_file():
                     return rel.with_suffix(".py")
                 return None
-        if fullname == "sglang.srt.environ":
-            return self.pkg / "srt" / "environ.py"
+        if fullname == "sglang.srt.environ" or fullname in self.real:
+            return self.pkg.joinpath(*parts[1:]).with_suffix(".py")
         return None
 
     def _stubbed(self, fullname: str) -> bool:
@@ -407,6 +418,16 @@ class World:
                 raise
         return mod
 
+    def _regex(self) -> types.ModuleType:
+        """The third-party ``regex`` a few model files import as ``re``: the real one if
+        installed, else the standard ``re`` (their patterns behave the same in both)."""
+        try:
+            import regex
+
+            return regex
+        except ImportError:
+            return re
+
     def _import(
         self,
         name: str,
@@ -419,6 +440,8 @@ class World:
             package = (globals or {}).get("__package__") or ""
             base = package.rsplit(".", level - 1)[0] if level > 1 else package
             name = f"{base}.{name}" if name else base
+        if name == "regex":
+            return self._regex()
         if not self._stubbed(name):
             import builtins
 
@@ -745,6 +768,178 @@ class _FakeQuantConfig:
         return _stub(f"quant_config.{name}")
 
 
+class ConfigView:
+    """A config.json as the model code sees a transformers config: its fields as
+    attributes (a missing one raises AttributeError, so ``getattr(config, x, default)``
+    works), ``*_config`` sub-dicts as nested views, ``get_text_config()`` and ``to_dict()``
+    as in transformers."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        for k, v in values.items():
+            if isinstance(v, dict) and k.endswith("_config"):
+                v = ConfigView(v)
+            self.__dict__[k] = v
+        dtype = values.get("dtype", values.get("torch_dtype"))
+        if isinstance(dtype, str):
+            # transformers 5: config.dtype, the torch dtype of config.json's (torch_)dtype
+            import torch
+
+            self.__dict__["dtype"] = getattr(torch, dtype)
+        if "rope_theta" in values and "rope_parameters" not in values:
+            # transformers 5 standardises RoPE settings into rope_parameters
+            # (modeling_rope_utils.RotaryEmbeddingConfigMixin), which SGLang reads
+            rope = dict(values.get("rope_scaling") or {})
+            rope.setdefault("rope_type", rope.pop("type", "default"))
+            self.__dict__["rope_parameters"] = {**rope, "rope_theta": values["rope_theta"]}
+
+    def get_text_config(self, *a: Any, **k: Any) -> Any:
+        return self.__dict__.get("text_config", self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: v.to_dict() if isinstance(v, ConfigView) else v for k, v in self.__dict__.items()
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+class _Namespace:
+    """Fixed attributes; any other attribute is a stub (the parallel-state objects)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _stub(f"parallel.{name}")
+
+
+POST_LOAD_STEPS = ("post_load_weights", "_set_mla_wkc_wvc")
+"""Methods a model's ``load_weights`` calls after the names are loaded to transform the
+loaded weights (MLA's kv_b_proj split into w_kc / w_vc, requantization): no-ops in a build,
+as in the probes (the harness's weights are placeholders). ``build`` checks that none
+mentions a KV-scale parameter."""
+
+CONSTRUCTION_REAL = frozenset(["sglang.srt.layers.quantization.quark.weights"])
+"""Modules a build executes for real besides the models: the quant-method-specific loaders
+a model's ``load_weights`` hands names to (gpt-oss under Quark)."""
+
+
+def _construction_provided(
+    h: Harness, provided: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """What a model's ``__init__`` needs besides stubs, for one process with one GPU (TP 1,
+    PP 1, no data-parallel attention): the parallel state, and ``make_layers`` building
+    every layer in order under SGLang's names (``add_prefix(idx, prefix)``; its layer-stack
+    and offloader bookkeeping, which names and quantizes nothing, is left out). The expert
+    layer accepts any arguments (its weights are never KV scales)."""
+    nn = h.nn
+    pp = _Namespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
+    parallel = _Namespace(
+        tp_size=1,
+        tp_rank=0,
+        pp_group=pp,
+        pp_size=1,
+        pp_rank=0,
+        attn_tp_size=1,
+        attn_tp_rank=0,
+        attn_dp_size=1,
+        attn_dp_rank=0,
+        attn_cp_size=1,
+        attn_cp_rank=0,
+        attn_dcp_size=1,
+        moe_ep_size=1,
+        moe_tp_size=1,
+        moe_dp_size=1,
+        dcp_enabled=False,
+        enable_dp_lm_head=False,
+    )
+
+    def make_layers(
+        num_hidden_layers: int,
+        layer_fn: Callable[..., Any],
+        pp_rank: int | None = None,
+        pp_size: int | None = None,
+        prefix: str = "",
+        **_: Any,
+    ) -> Any:
+        modules = nn.ModuleList(
+            [
+                layer_fn(idx=idx, prefix=f"{prefix}.{idx}" if prefix else str(idx))
+                for idx in range(num_hidden_layers)
+            ]
+        )
+        if pp_rank is None or pp_size is None:
+            return modules
+        return modules, 0, num_hidden_layers
+
+    def make_pp_layers(num_hidden_layers: int, layer_fn: Callable[..., Any], **kw: Any) -> Any:
+        return make_layers(num_hidden_layers, layer_fn, pp_rank=0, pp_size=1, **kw)
+
+    class FusedMoE(provided["sglang.srt.layers.moe"]["FusedMoE"]):  # type: ignore[misc,name-defined]
+        def __init__(self, *a: Any, **k: Any) -> None:
+            nn.Module.__init__(self)
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return nn.Module.__getattr__(self, name)
+            except AttributeError:
+                if name.startswith("__") or name in ("_parameters", "_buffers", "_modules"):
+                    raise
+                return _stub(f"FusedMoE().{name}")
+
+    class PreTrainedModel(nn.Module):
+        """transformers' base of some SGLang models: a torch module holding ``config``."""
+
+        def __init__(self, config: Any = None, *a: Any, **k: Any) -> None:
+            super().__init__()
+            self.config = config
+
+        def post_init(self) -> None:
+            pass
+
+    parallel_fns = {
+        "get_parallel": lambda: parallel,
+        "get_pp_group": lambda: pp,
+        "get_pp_indices": lambda n, rank, size: (0, n),
+        "get_tensor_model_parallel_world_size": lambda: 1,
+        "get_tensor_model_parallel_rank": lambda: 0,
+        "get_attention_tp_size": lambda: 1,
+        "get_attention_tp_rank": lambda: 0,
+        "get_attention_dp_size": lambda: 1,
+        "get_attention_dp_rank": lambda: 0,
+        "get_moe_expert_parallel_world_size": lambda: 1,
+        "get_moe_tensor_parallel_world_size": lambda: 1,
+        "append_stages": lambda *pairs, **k: tuple(_stub("stage") for _ in pairs),
+        "get_num_fused_shared_experts": lambda *a, **k: 0,
+        # layer_boundary.factories: the stage declarations (what a layer's FFN is, e.g.
+        # sparse), kept as plain records; their executable boundaries are never built
+        "declare_attn": lambda **k: _Namespace(**k),
+        "declare_ffn": lambda sparse=False, **k: _Namespace(sparse=sparse, **k),
+    }
+    layers = {"make_layers": make_layers, "make_pp_layers": make_pp_layers}
+    moe = {"FusedMoE": FusedMoE}
+    ns_rope: dict[str, Any] = {}
+    h.tree.exec("srt/utils/hf_transformers/common.py", ["get_rope_config"], ns_rope)
+    hf_utils = {"get_rope_config": ns_rope["get_rope_config"]}
+    return {
+        "sglang.srt.utils": layers,
+        "sglang.srt.utils.common": layers,
+        "sglang.srt.distributed": parallel_fns,
+        "sglang.srt.runtime_context": parallel_fns,
+        "sglang.srt.layers.dp_attention": parallel_fns,
+        "sglang.srt.layers.moe": moe,
+        "sglang.srt.layers.moe.fused_moe_triton": moe,
+        "sglang.srt.layers.moe.fused_moe_triton.layer": moe,
+        "sglang.srt.utils.hf_transformers_utils": hf_utils,
+        "sglang.srt.utils.hf_transformers.common": hf_utils,
+        "transformers": {"PreTrainedModel": PreTrainedModel},
+        "transformers.modeling_utils": {"PreTrainedModel": PreTrainedModel},
+    }
+
+
 # ======================================================================================
 # Running one architecture
 # ======================================================================================
@@ -781,6 +976,7 @@ class ArchResult:
     outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)
     stub_attrs: list[str] = field(default_factory=list)
     config_attrs: list[str] = field(default_factory=list)
+    attention_sites: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Harness:
@@ -795,7 +991,12 @@ class Harness:
         src: str | os.PathLike[str],
         overrides: dict[str, dict[str, Any]] | None = None,
         make_logger: Callable[[str], Any] | None = None,
+        *,
+        construct: bool = False,
     ) -> None:
+        """``construct``: this World builds models with their own ``__init__`` (``build``):
+        the construction helpers of ``_construction_provided`` are added (a separate World,
+        so the loader probes keep their stubs)."""
         import torch
         from torch import nn
 
@@ -807,34 +1008,67 @@ class Harness:
         self.loggers: list[RecordingLogger] = []
         self._make_logger = make_logger
         provided = self._provided()
+        if construct:
+            for module, names in _construction_provided(self, provided).items():
+                provided.setdefault(module, {}).update(names)
         for module, names in (overrides or {}).items():
             provided.setdefault(module, {}).update(names)
-        self.world = World(src, provided)
+        self.world = World(src, provided, CONSTRUCTION_REAL if construct else frozenset())
         self.world.make_logger = self._logger
         self._radix_cache: dict[str, tuple[str, ...]] = {}
         self._entry_files: dict[str, str] | None = None
 
-    def model(
-        self,
-        cls: type,
-        tree_model: Any,
-        config: dict[str, Any],
-        quant_config: Any,
-        lm_head: Any,
-    ) -> Any:
-        """An instance of the architecture's class around another model tree (the parity
-        oracle's, with SGLang's own RadixAttention and quant config); ``config`` over the
-        harness's defaults."""
+    def build(self, cls: type, config: Any, quant_config: Any) -> Any:
+        """The architecture's model, built by its own ``__init__`` (a World made with
+        ``construct=True``): ``cls(config=config, quant_config=quant_config, prefix="")``,
+        with CUDA streams and events answered by stubs while it runs."""
+        torch = self.torch
+        saved = (torch.cuda.Stream, torch.cuda.Event)
+        torch.cuda.Stream = lambda *a, **k: _stub("torch.cuda.Stream()")  # type: ignore[misc]
+        torch.cuda.Event = lambda *a, **k: _stub("torch.cuda.Event()")  # type: ignore[misc]
+        try:
+            with self.world.active():
+                model = cls(config=config, quant_config=quant_config, prefix="")
+        finally:
+            torch.cuda.Stream, torch.cuda.Event = saved  # type: ignore[misc]
+        if not isinstance(model, self.nn.Module):
+            raise TypeError(f"{cls.__name__}(...) is not a torch module: {model!r}")
+        for module in model.modules():
+            for name in POST_LOAD_STEPS:
+                step = _find_member(type(module), name)
+                if step is None:
+                    continue
+                if re.search(r"(?<![A-Za-z0-9])(?:k|v|kv)_scale", inspect.getsource(step)):
+                    raise AssertionError(f"{type(module).__name__}.{name} reads KV scales")
+                object.__setattr__(module, name, _no_post_load)
+        return model
+
+    def config_class(self, model_type: str | None) -> type | None:
+        """SGLang's own config class for a ``model_type`` (``srt/configs/*.py``, a class
+        whose body sets ``model_type = "<it>"``), else None (transformers' own, stubbed)."""
+        if not model_type:
+            return None
+        if self._config_classes is None:
+            found: dict[str, tuple[str, str]] = {}
+            for f in sorted((self.pkg / "srt" / "configs").glob("*.py")):
+                for node in ast.parse(f.read_text()).body:
+                    if not isinstance(node, ast.ClassDef):
+                        continue
+                    for stmt in node.body:
+                        if (
+                            isinstance(stmt, ast.Assign)
+                            and [ast.unparse(t) for t in stmt.targets] == ["model_type"]
+                            and isinstance(stmt.value, ast.Constant)
+                        ):
+                            found.setdefault(stmt.value.value, (f.stem, node.name))
+            self._config_classes = found
+        hit = self._config_classes.get(model_type)
+        if hit is None:
+            return None
         with self.world.active():
-            return self._instance(
-                cls,
-                tree_model,
-                set(),
-                set(),
-                config=config,
-                quant_config=quant_config,
-                lm_head=lm_head,
-            )
+            return getattr(self.world.get(f"sglang.srt.configs.{hit[0]}"), hit[1])  # type: ignore[no-any-return]
+
+    _config_classes: dict[str, tuple[str, str]] | None = None
 
     def _logger(self, name: str) -> Any:
         if self._make_logger is not None:
@@ -885,6 +1119,7 @@ class Harness:
                 "supports_quantized_rl_reload",
                 "replace_prefix",
                 "replace_substrings",
+                "RUNAI_STREAMER_TENSOR_ATTR",
             ],
             ns_wu,
         )
@@ -921,6 +1156,7 @@ class Harness:
             "supports_quantized_rl_reload": ns_wu["supports_quantized_rl_reload"],
             "replace_prefix": ns_wu["replace_prefix"],
             "replace_substrings": ns_wu["replace_substrings"],
+            "RUNAI_STREAMER_TENSOR_ATTR": ns_wu["RUNAI_STREAMER_TENSOR_ATTR"],
         }
         lc = {"get_layer_id": ns_lc["get_layer_id"]}
         ns_mlu: dict[str, Any] = {
@@ -975,6 +1211,75 @@ class Harness:
                     out.setdefault(cls.__name__, (fname, cls))
         return dict(sorted(out.items()))
 
+    def attention_sites(self, cls: type) -> list[dict[str, Any]]:
+        """Every ``RadixAttention(...)`` call the architecture can reach, read from the
+        source (static): the class, its bases, and every class of ``srt/models`` that a
+        reached class body names (module globals, and imports inside its methods), in
+        turn. Per call: file:line, the attribute it is assigned to, and the source of its
+        ``quant_config`` (None when not passed: no KV method), ``v_head_dim`` and
+        ``sliding_window_size`` arguments. A base class's default decoder layer is reached
+        even where a subclass passes its own, so an architecture can show sites that its
+        build does not use ("mixed")."""
+        seen: set[type] = set()
+        todo = [cls]
+        sites: dict[str, dict[str, Any]] = {}
+        while todo:
+            current = todo.pop()
+            for klass in current.__mro__:
+                if klass in seen:
+                    continue
+                seen.add(klass)
+                found = self._class_node(klass)
+                if found is None:
+                    continue
+                rel, node = found
+                for call, attr in _radix_calls(node):
+                    kw = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+                    site = f"{rel}:{call.lineno}"
+                    sites[site] = {
+                        "site": site,
+                        "attribute": attr,
+                        "quant_config": kw.get("quant_config"),
+                        "v_head_dim": kw.get("v_head_dim"),
+                        "sliding_window_size": kw.get("sliding_window_size"),
+                    }
+                todo.extend(self._named_model_classes(klass, node))
+        return [sites[k] for k in sorted(sites, key=_site_key)]
+
+    def _class_node(self, klass: type) -> tuple[str, ast.ClassDef] | None:
+        module = self.world.mods.get(klass.__module__)
+        f = getattr(module, "__file__", None)
+        if not f or not f.startswith(str(self.world.models_dir)):
+            return None
+        if f not in _AST_CACHE:
+            _AST_CACHE[f] = ast.parse(Path(f).read_text())
+        for node in ast.walk(_AST_CACHE[f]):
+            if isinstance(node, ast.ClassDef) and node.name == klass.__name__:
+                return os.path.relpath(f, self.world.models_dir), node
+        return None
+
+    def _named_model_classes(self, klass: type, node: ast.ClassDef) -> list[type]:
+        names = dict(self.world.mods[klass.__module__].__dict__)
+        for imp in ast.walk(node):
+            if isinstance(imp, ast.ImportFrom) and (imp.module or "").startswith(
+                "sglang.srt.models"
+            ):
+                try:
+                    module = self.world.get(imp.module or "")
+                except Exception:  # a module the harness cannot execute: not followed
+                    continue
+                for alias in imp.names:
+                    if hasattr(module, alias.name):
+                        names[alias.asname or alias.name] = getattr(module, alias.name)
+        out = []
+        for ref in ast.walk(node):
+            value = names.get(ref.id) if isinstance(ref, ast.Name) else None
+            if isinstance(value, type):
+                f = getattr(self.world.mods.get(value.__module__), "__file__", None) or ""
+                if f.startswith(str(self.world.models_dir)):
+                    out.append(value)
+        return out
+
     def radix_names(self, cls: type) -> tuple[str, ...]:
         """Attribute names of the RadixAttention modules the model's attention creates:
         ``self.X = RadixAttention(`` in the file that defines its ``load_weights`` (the
@@ -1004,10 +1309,6 @@ class Harness:
         seen: set[str],
         cfg: set[str],
         stubbed_config: dict[str, Any] | None = None,
-        *,
-        config: dict[str, Any] | None = None,
-        quant_config: Any = None,
-        lm_head: Any = None,
     ) -> Any:
         nn = self.nn
 
@@ -1037,15 +1338,12 @@ class Harness:
         )
         obj = shell.__new__(shell)
         nn.Module.__init__(obj)
-        obj.config = HarnessConfig({**CONFIG, **(config or {}), **(stubbed_config or {})}, cfg)
-        obj.quant_config = _FakeQuantConfig() if quant_config is None else quant_config
+        obj.config = HarnessConfig({**CONFIG, **(stubbed_config or {})}, cfg)
+        obj.quant_config = _FakeQuantConfig()
         obj.model = tree_model
         _attach(tree_model, obj.config, obj.quant_config)
-        if lm_head is None:
-            lm_head = nn.Module()
-            lm_head.register_parameter(
-                "weight", nn.Parameter(self.torch.zeros(1), requires_grad=False)
-            )
+        lm_head = nn.Module()
+        lm_head.register_parameter("weight", nn.Parameter(self.torch.zeros(1), requires_grad=False))
         obj.lm_head = lm_head
         for k, v in (
             (
@@ -1175,6 +1473,7 @@ class Harness:
         cfg: set[str] = set()
         stubbed_config: dict[str, Any] = {}
         with self.world.active():
+            res.attention_sites = self.attention_sites(cls)
             res.radix = self.radix_names(cls)
             for _attempt in range(MAX_CONFIG_RETRIES):
                 failure = self._run_variants(cls, res, seen, cfg, stubbed_config)
@@ -1316,6 +1615,53 @@ def _init_literals(cls: type) -> dict[str, Any]:
     return out
 
 
+def _no_post_load(*a: Any, **k: Any) -> None:
+    return None
+
+
+def _radix_calls(node: ast.ClassDef) -> Iterator[tuple[ast.Call, str | None]]:
+    """``RadixAttention(...)`` calls in a class body, with the attribute each is assigned
+    to (``self.attn = RadixAttention(...)``), else None."""
+    targets: dict[int, str] = {}
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            target = stmt.targets[0]
+            if isinstance(target, ast.Attribute):
+                targets[id(stmt.value)] = target.attr
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] == (
+            "RadixAttention"
+        ):
+            yield call, targets.get(id(call))
+
+
+def _site_key(site: str) -> tuple[str, int]:
+    f, _, line = site.rpartition(":")
+    return (f, int(line) if line.isdigit() else 0)
+
+
+def kv_method_verdict(sites: list[dict[str, Any]]) -> str:
+    """``quant_config``: every reachable RadixAttention gets the model's quant config (a
+    KV method when the config makes one); ``none``: none does (the layer never has KV
+    scales); ``mixed``: both kinds are reachable (a subclass picks; see the build);
+    ``no-sites``: none found statically (layers chosen at run time)."""
+    passed = {site["quant_config"] not in (None, "None") for site in sites}
+    if not passed:
+        return "no-sites"
+    if passed == {True}:
+        return "quant_config"
+    return "none" if passed == {False} else "mixed"
+
+
+def is_mla(sites: list[dict[str, Any]]) -> bool:
+    """A latent (MLA) attention is reachable: a RadixAttention named ``attn_mqa`` or whose
+    value head is the KV LoRA rank (DeepSeek-V2's ``DeepseekV2AttentionMLA`` and its
+    subclasses, MiniCPM3, Sarvam, Dots3, DeepSeek-V4)."""
+    return any(
+        s["attribute"] == "attn_mqa" or "kv_lora_rank" in (s["v_head_dim"] or "") for s in sites
+    )
+
+
 def _fmt_exc(e: BaseException) -> str:
     msg = canonical(str(e))
     return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
@@ -1372,374 +1718,116 @@ def _load_module(name: str, file: str) -> types.ModuleType:
 
 
 # ======================================================================================
-# Loader classes, the table, the check
+# The evidence file
 # ======================================================================================
 
-PREFERRED = (
-    "LlamaForCausalLM",
-    "Qwen2ForCausalLM",
-    "Qwen3ForCausalLM",
-    "Gemma2ForCausalLM",
-    "GemmaForCausalLM",
-    "Gemma3ForCausalLM",
-    "Gemma4ForCausalLM",
-    "DeepseekV3ForCausalLM",
-    "MixtralForCausalLM",
-    "Qwen2MoeForCausalLM",
-    "Glm4ForCausalLM",
-    "GraniteForCausalLM",
-    "CohereForCausalLM",
-    "Starcoder2ForCausalLM",
-    "Olmo2ForCausalLM",
-    "ArceeForCausalLM",
-)
-"""Which architecture names a loader class (the first of these in it, else the first by
-name): the class is "loads like <name>"."""
-
-
-def template(text: str | None) -> str | None:
-    """A recorded name or message with the probe's attention prefix written ``{prefix}`` and
-    its decoder layer ``{layer}`` (kvscale substitutes the real ones)."""
-    if text is None:
-        return None
-    return text.replace(PREFIX, "{prefix}").replace(LAYER, "{layer}")
-
-
-def templated(o: Outcome, tail: str) -> tuple[str, str | None, str | None]:
-    """The outcome with the probe's own name written ``{name}`` in the message, then the
-    prefix and layer templated (so one message serves every tensor of a convention)."""
-    message = o.message
-    if message is not None:
-        message = re.sub(re.escape(f"{PREFIX}.{tail}") + r"(?![\w.])", "{name}", message)
-    return (o.kind, template(o.target), template(message))
-
-
-def class_table(r: ArchResult) -> dict[str, dict[str, tuple[str, str | None, str | None]]]:
-    return {v: {t: templated(o, t) for t, o in outs.items()} for v, outs in r.outcomes.items()}
-
-
-def _freeze(table: dict[str, Any]) -> str:
-    return json.dumps(table, sort_keys=True)
-
-
-def describe(table: dict[str, dict[str, tuple[str, str | None, str | None]]]) -> dict[str, str]:
-    """Features of a loader class, read off its outcomes (with KV-scale parameters):
-
-    * family: ``remap-first`` (``<prefix>.k_scale`` and ModelOpt's ``k_proj.k_scale`` load:
-      ``maybe_remap_kv_scale_name`` runs before the stacked rename, like Llama),
-      ``remap-after-stacked`` (``<prefix>.k_scale`` goes through the remap, ``k_proj.*`` is
-      renamed to ``qkv_proj`` first), ``no-remap`` (only the parameter's own name loads),
-      ``attn-mqa`` (DeepSeek: ``k_proj`` -> ``attn_mqa``);
-    * missing: what a name no parameter takes does (``warns`` / ``silent`` / ``raises``);
-    * k_proj: what ModelOpt's ``k_proj.k_scale`` does (``load`` / ``drop`` / ``raise``)."""
-    kv = table["kv"]
-    modelopt = kv["k_proj.k_scale"]
-    plain = kv["k_scale"]
-    if modelopt[0] == "load" and modelopt[1] and "attn_mqa" in modelopt[1]:
-        family = "attn-mqa"
-    elif plain[0] == "load" and modelopt[0] == "load":
-        family = "remap-first"
-    elif plain[0] == "load":
-        family = "remap-after-stacked"
-    else:
-        family = "no-remap"
-    unknown = table["nokv"]["kvscale_unknown_scale"]
-    missing = {"raise": "raises", "drop": "warns" if unknown[2] else "silent"}.get(unknown[0], "?")
-    return {"family": family, "missing": missing, "k_proj": modelopt[0]}
+VARIANT_MEANING = {
+    "kv": "the RadixAttention modules hold float32 k_scale/v_scale parameters (sentinel -1), as "
+    "BaseKVCacheMethod.create_weights makes them when the quant config gives a KV method",
+    "nokv": "no KV-cache scale parameters (no KV method)",
+}
 
 
 def derive(src: str, archs: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run every registered architecture; group them into loader classes."""
+    """Run every registered architecture's loader; the evidence document."""
     h = Harness(src)
-    entries = h.entry_classes()
     results: dict[str, ArchResult] = {}
-    for arch, (file, cls) in entries.items():
+    for arch, (file, cls) in h.entry_classes().items():
         if archs and arch not in archs:
             continue
         results[arch] = h.run(arch, file, cls)
-    return classify(
-        {
-            "schema": SCHEMA,
+    used = {**h.tree.used, **h.world.used}
+    return {
+        "schema": SCHEMA,
+        "provenance": {
             "sglang_version": h.tree.version(),
-            "sources_sha256": dict(sorted(h.world.used.items())),
-            "results": results,
+            "sglang_sources_sha256": dict(sorted(used.items())),
+            "generator": "tests/parity/sglang_architectures.py",
+        },
+        "probe": {
+            "prefix": PREFIX,
+            "layer": LAYER,
+            "tails": list(PROBES),
+            "variants": VARIANT_MEANING,
+            "background": "every projection (q/k/v/o, gate/up/down with weight, weight_scale, "
+            "input_scale), norm and embedding of a two-layer Llama-like model, loaded before "
+            "each probe",
+        },
+        "architectures": {a: _arch_evidence(r) for a, r in sorted(results.items())},
+    }
+
+
+def _arch_evidence(r: ArchResult) -> dict[str, Any]:
+    """One architecture: where its class and loader are, and each probe's outcome with the
+    KV-scale parameters (``kv``) and, where different, without (``nokv_differs``)."""
+    out: dict[str, Any] = {
+        "file": r.file,
+        "class_site": r.cls_site,
+        "loader_site": r.loader_site,
+        "status": r.status,
+        "reason": r.reason,
+        "radix": list(r.radix),
+        "stub_attrs": r.stub_attrs,
+        "config_attrs": r.config_attrs,
+        "attention_sites": r.attention_sites,
+        "kv_method": kv_method_verdict(r.attention_sites),
+        "mla": is_mla(r.attention_sites),
+    }
+    if r.outcomes:
+        kv, nokv = r.outcomes["kv"], r.outcomes["nokv"]
+        out["kv"] = {t: kv[t].to_json() for t in PROBES}
+        out["nokv_differs"] = {
+            t: nokv[t].to_json() for t in PROBES if nokv[t].to_json() != kv[t].to_json()
         }
-    )
+    return out
 
 
-def classify(doc: dict[str, Any]) -> dict[str, Any]:
-    groups: dict[str, list[str]] = {}
-    tables: dict[str, Any] = {}
-    for arch, r in doc["results"].items():
-        if r.status != "probed":
-            continue
-        t = class_table(r)
-        key = _freeze(t)
-        groups.setdefault(key, []).append(arch)
-        tables[key] = t
-    classes: dict[str, dict[str, Any]] = {}
-    arch_class: dict[str, str] = {}
-    for key, members in groups.items():
-        members = sorted(members)
-        name = next((p for p in PREFERRED if p in members), members[0])
-        classes[name] = {"members": members, "table": tables[key], **describe(tables[key])}
-        for m in members:
-            arch_class[m] = name
-    return {**doc, "classes": dict(sorted(classes.items())), "arch_class": arch_class}
+def dumps(doc: dict[str, Any]) -> str:
+    """The evidence as JSON text: one line per probe outcome (the file stays readable and
+    diffs stay small), everything above it indented."""
 
+    def enc(value: Any, depth: int, indent: str) -> str:
+        if not isinstance(value, dict) or not value or depth >= 4:
+            return json.dumps(value, ensure_ascii=False)
+        inner = indent + " "
+        items = [f"{inner}{json.dumps(k)}: {enc(v, depth + 1, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
 
-def _sites(r: ArchResult) -> str:
-    """The file:line of each behaviour the table mirrors for one architecture."""
-    seen: dict[str, set[str]] = {}
-    for outs in r.outcomes.values():
-        for o in outs.values():
-            if o.remap_site:
-                seen.setdefault("remap", set()).add(o.remap_site)
-            if o.site:
-                role = {"load": "load", "drop": "log", "raise": "raise"}[o.kind]
-                if o.kind == "drop" and not o.message:
-                    continue
-                seen.setdefault(role, set()).add(o.site)
-    parts = []
-    for role in ("remap", "load", "log", "raise"):
-        if role in seen:
-            parts.append(f"{role} {', '.join(sorted(seen[role], key=_site_key))}")
-    return "; ".join(parts)
-
-
-def _site_key(site: str) -> tuple[str, int]:
-    f, _, line = site.rpartition(":")
-    return (f, int(line) if line.isdigit() else 0)
-
-
-def _short(site: str | None) -> str:
-    return (site or "?").removeprefix("srt/models/")
-
-
-def render(doc: dict[str, Any]) -> str:
-    """The text of kvscale/engine/sglang/architectures.py."""
-    results: dict[str, ArchResult] = doc["results"]
-    classes = doc["classes"]
-    messages: list[str] = []
-    index: dict[str, int] = {}
-
-    def msg(m: str | None) -> str:
-        if m is None:
-            return "None"
-        if m not in index:
-            index[m] = len(messages)
-            messages.append(m)
-        return str(index[m])
-
-    digest = hashlib.sha256(_freeze(doc["sources_sha256"]).encode()).hexdigest()
-    head = [
-        '"""SGLang 0.5.23: how each registered architecture\'s ``load_weights`` treats KV-scale',
-        "tensor names (generated: do not edit).",
-        "",
-        "Written by ``tests/parity/sglang_architectures.py --write``, which runs every",
-        "architecture's own loader (from the SGLang source tree) on one tensor of each naming",
-        "convention (``PROBE_TAILS``, under ``model.layers.0.self_attn``) in a model with",
-        "KV-cache scale parameters (``kv``: a KV-cache quant method exists) and without, and",
-        "records what happened: loaded into which parameter, dropped (with what SGLang logged,",
-        "or silently), or the exception that stops the model from loading. Architectures with",
-        "the same record share a loader class, named after one of them.",
-        "``tests/test_sglang_parity.py -k architectures_up_to_date`` re-derives this file from",
-        "the source tree (``KVSCALE_SGLANG_SRC``).",
-        "",
-        "Outcomes are ``(kind, target, message)``: kind ``load`` / ``drop`` / ``raise``; target",
-        "the parameter (``{prefix}`` = the checkpoint's attention prefix, ``{layer}`` = its",
-        "decoder layer); message an index into ``MESSAGES`` (``{name}``: the tensor's name).",
-        "Comments give, per architecture, the file:line of its ``load_weights`` (under",
-        "``sglang/srt/models/``) and of each behaviour mirrored (under ``sglang/``): the remap",
-        "call, the parameter load, the log line, the raise.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "from kvscale.engine.sglang.names import Arch, LoaderClass",
-        "",
-        f'SGLANG_VERSION = "{doc["sglang_version"]}"',
-        f'SOURCES_SHA256 = "{digest}"',
-        '"""sha256 over the sha256 of every SGLang source file executed to derive this table."""',
-        "",
-        "PROBE_TAILS: tuple[str, ...] = (",
-        *[f'    "{t}",' for t in PROBES],
-        ")",
-        "",
-    ]
-    body = ["LOADER_CLASSES: dict[str, LoaderClass] = {"]
-    for name, c in classes.items():
-        kv, nokv = c["table"]["kv"], c["table"]["nokv"]
-        body += _comment(f"{len(c['members'])} architectures: {', '.join(c['members'])}", "    ")
-        body.append(f'    "{name}": LoaderClass(')
-        body.append(f'        family="{c["family"]}",')
-        body.append(f'        missing="{c["missing"]}",')
-        body.append(f'        k_proj="{c["k_proj"]}",')
-        body.append("        kv={")
-        for t in PROBES:
-            k, tgt, m = kv[t]
-            body.append(f'            "{t}": ("{k}", {_py(tgt)}, {msg(m)}),')
-        body.append("        },")
-        diff = {t: nokv[t] for t in PROBES if nokv[t] != kv[t]}
-        if diff:
-            body.append("        nokv_differs={")
-            for t, (k, tgt, m) in diff.items():
-                body.append(f'            "{t}": ("{k}", {_py(tgt)}, {msg(m)}),')
-            body.append("        },")
-        else:
-            body.append("        nokv_differs={},")
-        body.append("    ),")
-    body.append("}")
-    body.append("")
-    body.append("ARCHITECTURES: dict[str, Arch] = {")
-    for arch, r in sorted(results.items()):
-        if r.status != "probed":
-            continue
-        sites = _sites(r)
-        body += _comment(
-            f"{_short(r.loader_site)} load_weights" + (f"; {sites}" if sites else ""), "    "
-        )
-        if r.stub_attrs or r.config_attrs:
-            stubbed = ", ".join(
-                [*(f"self.{a}" for a in r.stub_attrs), *(f"config.{a}" for a in r.config_attrs)]
-            )
-            body += _comment(f"(answered by the harness's stub: {stubbed})", "    ")
-        radix = ", ".join(f'"{x}"' for x in r.radix) + ("," if len(r.radix) == 1 else "")
-        site = _short(r.loader_site)
-        args = f'"{doc["arch_class"][arch]}", ({radix}), "{site}"'
-        line = f'    "{arch}": Arch({args}),'
-        if len(line) <= WIDTH + 1:
-            body.append(line)
-        else:  # as ruff format wraps it
-            body += [f'    "{arch}": Arch(', f"        {args}", "    ),"]
-    body.append("}")
-    body.append("")
-    body.append("NOT_PROBED: dict[str, str] = {")
-    body += _comment(
-        "the harness could not run these loaders on a standard decoder layout (other "
-        "checkpoint names, a sub-model built in __init__, a draft model); kvscale applies "
-        "LlamaForCausalLM's rules to them and says so",
-        "    ",
-    )
-    for arch, r in sorted(results.items()):
-        if r.status == "probed":
-            continue
-        body += _string_entry(f'"{arch}": ', f"{r.file}: {r.reason or ''}", "    ")
-    body.append("}")
-    out = [*head, "MESSAGES: tuple[str, ...] = ("]
-    for i, m in enumerate(messages):
-        out += _comment(str(i), "    ")
-        out += _string_entry("", m, "    ")
-    out += [")", ""]
-    return "\n".join(out + body) + "\n"
-
-
-WIDTH = 99
-
-
-def _py(value: str | None) -> str:
-    return "None" if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def _comment(text: str, indent: str) -> list[str]:
-    words = text.split(" ")
-    lines: list[str] = []
-    line = ""
-    for w in words:
-        if line and len(indent) + 2 + len(line) + 1 + len(w) > WIDTH:
-            lines.append(f"{indent}# {line}")
-            line = w
-        else:
-            line = f"{line} {w}" if line else w
-    lines.append(f"{indent}# {line}")
-    return lines
-
-
-def _string_entry(key: str, value: str, indent: str) -> list[str]:
-    """``key + "value",`` wrapped into implicitly concatenated pieces of at most WIDTH."""
-    one = f"{indent}{key}{_py(value)},"
-    if len(one) <= WIDTH:
-        return [one]
-    inner = indent + "    "
-    room = WIDTH - len(inner) - 3
-    pieces: list[str] = []
-    rest = value
-    while rest:
-        cut = len(rest)
-        while len(_py(rest[:cut])) > room:
-            space = rest.rfind(" ", 0, cut - 1)
-            cut = space + 1 if space > 0 and len(_py(rest[: space + 1])) <= room else cut - 1
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    return [f"{indent}{key}(", *[f"{inner}{_py(p)}" for p in pieces], f"{indent}),"]
+    return enc(doc, 0, "") + "\n"
 
 
 def summary(doc: dict[str, Any]) -> str:
-    results = doc["results"]
-    probed = sum(1 for r in results.values() if r.status == "probed")
-    fam: collections.Counter[str] = collections.Counter()
-    for c in doc["classes"].values():
-        fam[c["family"]] += len(c["members"])
-    lines = [
-        f"SGLang {doc['sglang_version']}: {len(results)} architectures, {probed} probed in "
-        f"{len(doc['classes'])} loader classes, {len(results) - probed} not probed",
-        "  families (architectures): " + ", ".join(f"{k} {v}" for k, v in sorted(fam.items())),
-    ]
-    for name, c in doc["classes"].items():
-        lines.append(
-            f"  {name:40s} {len(c['members']):3d}  {c['family']}, missing names "
-            f"{c['missing']}, k_proj.k_scale {c['k_proj']}"
-        )
-    return "\n".join(lines)
-
-
-def evidence(doc: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "sglang_version": doc["sglang_version"],
-        "sources_sha256": doc["sources_sha256"],
-        "architectures": {
-            a: {
-                "file": r.file,
-                "class_site": r.cls_site,
-                "loader_site": r.loader_site,
-                "status": r.status,
-                "reason": r.reason,
-                "loader_class": doc["arch_class"].get(a),
-                "radix": list(r.radix),
-                "stub_attrs": r.stub_attrs,
-                "config_attrs": r.config_attrs,
-                "outcomes": {
-                    v: {t: o.to_json() for t, o in outs.items()} for v, outs in r.outcomes.items()
-                },
-            }
-            for a, r in doc["results"].items()
-        },
-    }
+    archs = doc["architectures"]
+    probed = sum(1 for e in archs.values() if e["status"] == "probed")
+    return (
+        f"SGLang {doc['provenance']['sglang_version']}: {len(archs)} architectures, "
+        f"{probed} probed, {len(archs) - probed} not probed"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--sglang-src", required=True, help="the extracted wheel (holds sglang/)")
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help=f"write {TABLE.relative_to(REPO)}")
-    mode.add_argument("--check", action="store_true", help="fail if the table is stale")
-    ap.add_argument("--json", help="write the evidence (every outcome with its file:line)")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", help=f"write the evidence here ({EVIDENCE.relative_to(REPO)})")
+    mode.add_argument(
+        "--check", action="store_true", help="fail if the committed evidence is stale"
+    )
     ap.add_argument("--arch", action="append", help="only this architecture (debugging)")
     args = ap.parse_args(argv)
+    if args.check and args.arch:
+        ap.error("--check derives every architecture")
     doc = derive(args.sglang_src, args.arch)
     print(summary(doc))
-    if args.json:
-        Path(args.json).write_text(json.dumps(evidence(doc), indent=1, sort_keys=True) + "\n")
-    text = render(doc)
-    if args.write:
-        TABLE.write_text(text)
-        print(f"wrote {TABLE}")
-    elif args.check:
-        if TABLE.read_text() != text:
-            print(f"{TABLE} is stale: run with --write", file=sys.stderr)
-            return 1
-        print(f"{TABLE} is up to date")
+    text = dumps(doc)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}; render the table with python tests/parity/render_tables.py")
+        return 0
+    if EVIDENCE.read_text() != text:
+        print(f"{EVIDENCE} is stale: regenerate it with --out", file=sys.stderr)
+        return 1
+    print(f"{EVIDENCE} is up to date")
     return 0
 
 

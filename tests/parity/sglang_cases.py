@@ -941,23 +941,82 @@ case(
 G = "sgl-arch"
 
 
+COMMON_HF_FIELDS: dict[str, Any] = {
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "rope_scaling": None,
+    "pad_token_id": None,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+}
+"""Fields every transformers config carries (the oracle builds the model with its own
+``__init__``, which reads them)."""
+
+
 def arch_config(arch: str, qc: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
     cfg = llama_config(qc)
     cfg["architectures"] = [arch]
+    cfg.update(COMMON_HF_FIELDS)
     cfg.update(extra)
     return cfg
 
 
-_MODEL_TYPES = {
+_DEEPSEEK_FIELDS: dict[str, Any] = {
+    "n_routed_experts": 2,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 1,
+    "moe_intermediate_size": 64,
+    "first_k_dense_replace": 0,
+    "moe_layer_freq": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "routed_scaling_factor": 1.0,
+    "norm_topk_prob": True,
+    "q_lora_rank": None,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+}
+"""A small DeepSeek-V2-Lite-shaped MLA config (q_lora_rank None: no q_a_proj)."""
+
+ARCH_FIELDS = {
     "Qwen2ForCausalLM": {"model_type": "qwen2"},
     "Qwen3ForCausalLM": {"model_type": "qwen3"},
-    "Gemma2ForCausalLM": {"model_type": "gemma2", "tie_word_embeddings": True},
+    "Gemma2ForCausalLM": {
+        "model_type": "gemma2",
+        "tie_word_embeddings": True,
+        "hidden_act": "gelu_pytorch_tanh",
+        "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 8,
+        "sliding_window": 128,
+        "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0,
+    },
     "MistralForCausalLM": {"model_type": "mistral"},
     "Phi3ForCausalLM": {"model_type": "phi3"},
-    "MixtralForCausalLM": {"model_type": "mixtral", "num_local_experts": 2},
-    "Qwen2MoeForCausalLM": {"model_type": "qwen2_moe", "num_experts": 2},
-    "DeepseekV2ForCausalLM": {"model_type": "deepseek_v2", "n_routed_experts": 2},
-    "DeepseekV3ForCausalLM": {"model_type": "deepseek_v3", "n_routed_experts": 2},
+    "MixtralForCausalLM": {
+        "model_type": "mixtral",
+        "num_local_experts": 2,
+        "num_experts_per_tok": 1,
+    },
+    "Qwen2MoeForCausalLM": {
+        "model_type": "qwen2_moe",
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 64,
+        "norm_topk_prob": False,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    },
+    "DeepseekV2ForCausalLM": {"model_type": "deepseek_v2", **_DEEPSEEK_FIELDS},
+    "DeepseekV3ForCausalLM": {
+        "model_type": "deepseek_v3",
+        **_DEEPSEEK_FIELDS,
+        "scoring_func": "sigmoid",
+        "topk_method": "noaux_tc",
+    },
 }
 _QCS = {"ct": ct_qc("tensor"), "fp8": FP8_QC, "modelopt": MODELOPT_QC, "quark": quark_qc()}
 _NAMES: dict[str, tuple[str, dict[str, dict[str, Any]]]] = {
@@ -998,21 +1057,21 @@ for _arch, _conventions in _ARCH_CASES.items():
             f"sgl_arch_{_arch.removesuffix('ForCausalLM').lower()}_{_conv}",
             G,
             f"{_arch}'s own load_weights, {_conv} names under quant_method {_qc_name}",
-            config=arch_config(_arch, _QCS[_qc_name], **_MODEL_TYPES[_arch]),
+            config=arch_config(_arch, _QCS[_qc_name], **ARCH_FIELDS[_arch]),
             tensors=_tensors,
         )
 case(
     "sgl_arch_qwen2_llmc_no_kv_method",
     G,
     "Qwen2ForCausalLM, llm-compressor names, compressed-tensors attn_head (no KV method)",
-    config=arch_config("Qwen2ForCausalLM", ct_qc("attn_head"), **_MODEL_TYPES["Qwen2ForCausalLM"]),
+    config=arch_config("Qwen2ForCausalLM", ct_qc("attn_head"), **ARCH_FIELDS["Qwen2ForCausalLM"]),
     tensors=per_layer(L2, k_scale=T(K), v_scale=T(V)),
 )
 case(
     "sgl_arch_gemma2_canonical_no_quant",
     G,
     "Gemma2ForCausalLM, vLLM-canonical names, no quantization_config",
-    config=arch_config("Gemma2ForCausalLM", None, **_MODEL_TYPES["Gemma2ForCausalLM"]),
+    config=arch_config("Gemma2ForCausalLM", None, **ARCH_FIELDS["Gemma2ForCausalLM"]),
     options=sopts(kv="auto"),
     tensors=per_layer(L2, attn__k_scale=T(K), attn__v_scale=T(V)),
 )
@@ -1021,7 +1080,7 @@ case(
     G,
     "DeepseekV3ForCausalLM, ModelOpt names under fp8 (ModelOpt is refused on ROCm), fnuz: "
     "attn_mqa doubled, attn_mha at 1.0",
-    config=arch_config("DeepseekV3ForCausalLM", FP8_QC, **_MODEL_TYPES["DeepseekV3ForCausalLM"]),
+    config=arch_config("DeepseekV3ForCausalLM", FP8_QC, **ARCH_FIELDS["DeepseekV3ForCausalLM"]),
     options=sopts(platform="fnuz"),
     tensors=per_layer(L2, k_proj__k_scale=T(K), v_proj__v_scale=T(V)),
 )
@@ -1030,7 +1089,7 @@ case(
     G,
     "MixtralForCausalLM: layer 0 ModelOpt names (raise), layer 1 the parameter's own names "
     "and an affine bias (skipped as an extra _bias)",
-    config=arch_config("MixtralForCausalLM", FP8_QC, **_MODEL_TYPES["MixtralForCausalLM"]),
+    config=arch_config("MixtralForCausalLM", FP8_QC, **ARCH_FIELDS["MixtralForCausalLM"]),
     tensors={
         f"{P(0)}.k_proj.k_scale": T(K),
         f"{P(1)}.attn.k_scale": T(K),

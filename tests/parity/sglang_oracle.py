@@ -57,7 +57,7 @@ import torch
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
-SCHEMA = "kvscale.sglang-parity/1"
+SCHEMA = "kvscale.sglang-parity/2"
 _LAYER_RE = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 # The module name SGLang's definitions are executed under. dataclasses (and pydantic) look
@@ -277,6 +277,13 @@ class RecordingLogger:
         pass
 
     info_once = debug = info
+
+    def log(self, level: int, msg: Any, *args: Any, **kw: Any) -> None:
+        if level >= 30:  # logging.WARNING
+            self.records.append(self._fmt(msg, args))
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 (logging.Logger's name)
+        return True
 
     def take(self) -> list[str]:
         out, self.records = self.records, []
@@ -676,6 +683,7 @@ class SglangCode:
             F_RADIX, "RadixAttention", ["_NnModule"], ["RadixAttention.__init__"], ns_ra
         )
         self.RadixAttention = RadixAttention
+        self.AttentionType = ns_ra["AttentionType"]
 
         # --- fp8.py -----------------------------------------------------------------------
         ns_fp8 = base_ns(
@@ -1457,21 +1465,28 @@ class Oracle:
         self._codes: dict[str, SglangCode] = {}
         self.cases_mod = _load_module("kvscale_parity_cases", "cases.py")
         self.sgl_cases_mod = _load_module("kvscale_parity_sglang_cases", "sglang_cases.py")
+        self.model_cases_mod = _load_module(
+            "kvscale_parity_sglang_model_cases", "sglang_model_cases.py"
+        )
 
     def code(self, platform: str) -> SglangCode:
         if platform not in self._codes:
             self._codes[platform] = SglangCode(self.tree, Platform(platform))
         return self._codes[platform]
 
-    # -- other architectures: their own load_weights on the same model tree --------------
-    def _harness(self, code: SglangCode) -> Any:
-        """tests/parity/sglang_architectures.py's World, wired to this platform's verbatim
-        default_weight_loader (through the load tracker), remap, logger and envs."""
-        if getattr(code, "arch_harness", None) is None:
+    # -- other architectures: built by their own __init__, loaded by their load_weights ---
+    def _builder(self, code: SglangCode) -> Any:
+        """A World that builds architectures with their own ``__init__``
+        (``sglang_architectures.Harness(construct=True)``), wired to this platform's verbatim
+        ``default_weight_loader`` (through the load tracker), remap, logger and
+        ``RadixAttention``: whether a layer gets a KV method is what the model's own code
+        passes it. Weight loads run in line, not in a thread pool, so the load tracker
+        attributes each parameter write to its tensor (the values are the same)."""
+        if getattr(code, "builder", None) is None:
             sa = _load_module("kvscale_sglang_architectures", "sglang_architectures.py")
             tracked = code.load_tracker.wrap_loader(code.default_weight_loader)
             common = {"print_warning_once": code.print_warning_once}
-            code.arch_harness = sa.Harness(
+            code.builder = sa.Harness(
                 self.src,
                 overrides={
                     "sglang.srt.model_loader.weight_utils": {
@@ -1480,72 +1495,36 @@ class Oracle:
                     },
                     "sglang.srt.utils": common,
                     "sglang.srt.utils.common": common,
-                    # in line, not in a thread pool, so the load tracker attributes each
-                    # parameter write to its tensor (the values are the same)
                     "sglang.srt.model_loader.utils": {"should_async_load": lambda w: False},
+                    "sglang.srt.layers.radix_attention": {
+                        "RadixAttention": code.RadixAttention,
+                        "AttentionType": code.AttentionType,
+                    },
                 },
                 make_logger=lambda name: code.logger,
+                construct=True,
             )
-        return code.arch_harness
+        return code.builder
+
+    def _model_config(self, builder: Any, config: dict[str, Any]) -> Any:
+        """config.json as the model code sees it: SGLang's own config class for its
+        model_type where SGLang has one, else the fields as attributes."""
+        sa = _load_module("kvscale_sglang_architectures", "sglang_architectures.py")
+        cls = builder.config_class(config.get("model_type"))
+        if cls is None:
+            return sa.ConfigView(copy.deepcopy(config))
+        with builder.world.active():
+            return cls(**copy.deepcopy(config))
 
     def _used(self) -> dict[str, str]:
         """sha256 of every SGLang file read: the oracle's, and the model files executed."""
         used = dict(self.tree.used)
         for code in self._codes.values():
-            harness = getattr(code, "arch_harness", None)
-            if harness is not None:
-                used.update(harness.tree.used)
-                used.update(harness.world.used)
+            builder = getattr(code, "builder", None)
+            if builder is not None:
+                used.update(builder.tree.used)
+                used.update(builder.world.used)
         return used
-
-    def _radix(self, code: SglangCode, arch: str) -> tuple[str, ...]:
-        if arch in _LLAMA_SKELETON_ARCHS:
-            return ("attn",)
-        h = self._harness(code)
-        with h.world.active():
-            return tuple(h.radix_names(h.arch_class(arch)))
-
-    def _layer_names(self, config: dict[str, Any], arch: str, radix: tuple[str, ...]) -> list[str]:
-        if arch in _LLAMA_SKELETON_ARCHS:
-            return list(self.cases_mod.engine_layer_names(config))
-        return [
-            f"model.layers.{i}.self_attn.{radix[0]}" for i in range(config["num_hidden_layers"])
-        ]
-
-    def _arch_model(
-        self,
-        code: SglangCode,
-        arch: str,
-        radix: tuple[str, ...],
-        llama: nn.Module,
-        config: dict[str, Any],
-    ) -> nn.Module:
-        """The architecture's registered class (its own load_weights, verbatim) around the
-        Llama skeleton's module tree, whose RadixAttention modules are SGLang's own with the
-        real quant config; where the architecture names its RadixAttention modules
-        otherwise (DeepSeek MLA: attn_mqa, attn_mha), they are built under those names."""
-        h = self._harness(code)
-        cls = h.arch_class(arch)
-        tree = llama.model  # type: ignore[attr-defined]
-        if radix != ("attn",):
-            for i, layer in enumerate(tree.layers):
-                attn = layer.self_attn.attn
-                del layer.self_attn.attn
-                for r in radix:
-                    layer.self_attn.add_module(
-                        r,
-                        code.RadixAttention(
-                            attn.tp_q_head_num,
-                            attn.head_dim,
-                            attn.scaling,
-                            attn.tp_k_head_num,
-                            layer_id=i,
-                            quant_config=llama.quant_config,  # type: ignore[attr-defined]
-                            prefix=f"model.layers.{i}.self_attn.{r}",
-                        ),
-                    )
-        model = h.model(cls, tree, config, llama.quant_config, llama.lm_head)  # type: ignore[attr-defined]
-        return model  # type: ignore[no-any-return]
 
     # -- engine start: config, quant method, quant config ------------------------------
     def _configure(
@@ -1601,12 +1580,23 @@ class Oracle:
         code.model_args.quantization_param_path = qp_path
         code.model_args.kv_cache_dtype = options["kv_cache_dtype"]
         arch = (case["config"].get("architectures") or ["LlamaForCausalLM"])[0]
-        if arch not in _LLAMA_SKELETON_ARCHS and options["weight_loader"] != "legacy":
+        built = arch not in _LLAMA_SKELETON_ARCHS
+        if built and options["weight_loader"] != "legacy":
             # their modules read srt/environ.py's real defaults (the legacy loaders)
             raise SystemExit(f"{case['name']}: only the legacy loader is modelled for {arch}")
-        radix = self._radix(code, arch)
-        layer_names = self._layer_names(case["config"], arch, radix)
         model_dtype = _DTYPES[options["model_dtype"]]
+        if built:
+            builder = self._builder(code)
+            cls = builder.arch_class(arch)
+            # the module tree does not depend on the quant config: its attention modules
+            # name the layers even when the engine start fails
+            with _stub_modules(code.stub_modules):
+                layers = self._attention_layers(
+                    code, builder.build(cls, self._model_config(builder, case["config"]), None)
+                )
+        else:
+            layers = [(n, []) for n in self.cases_mod.engine_layer_names(case["config"])]
+        layer_names = [n for n, _ in layers]
         code.logger.reset()
         code.print_warning_once.cache_clear()
         out: dict[str, Any] = {
@@ -1653,24 +1643,19 @@ class Oracle:
                     return all_error(fmt_exc(e))
 
                 def fresh_model() -> nn.Module:
-                    llama = code.models["LlamaForCausalLM"](
+                    if built:
+                        config = self._model_config(builder, case["config"])
+                        return builder.build(cls, config, quant_config)  # type: ignore[no-any-return]
+                    return code.models["LlamaForCausalLM"](  # type: ignore[no-any-return]
                         config=model_config.hf_config, quant_config=quant_config
                     )
-                    if arch == "LlamaForCausalLM":
-                        return llama
-                    return self._arch_model(code, arch, radix, llama, case["config"])
 
                 try:
                     model = fresh_model()
                 except Exception as e:
                     return all_error(fmt_exc(e))
-                names = [
-                    n
-                    for n, m in model.named_modules()
-                    if isinstance(m, code.RadixAttention) and n.endswith("." + radix[0])
-                ]
-                if names != layer_names:
-                    raise AssertionError(f"{case['name']}: skeleton {names} != {layer_names}")
+                if self._attention_layers(code, model) != layers:
+                    raise AssertionError(f"{case['name']}: attention modules differ per build")
                 out["engine_warnings"] = code.logger.take()
                 # ModelRunner.configure_kv_cache_dtype (it runs after loading; it reads only
                 # model.quant_config, so it is evaluated once per case)
@@ -1689,11 +1674,12 @@ class Oracle:
                 out["kv_cache_torch_dtype"] = str(torch_dtype).removeprefix("torch.")
                 out["engine_warnings"] += code.logger.take()
                 files = self._weight_files(code, d)
-                for lname in layer_names:
-                    companions = [lname.removesuffix(radix[0]) + r for r in radix[1:]]
+                for lname, companions in layers:
                     out["layers"].append(
                         self._run_layer(code, fresh_model, files, lname, options, out, companions)
                     )
+                    if built:
+                        out["layers"][-1]["attention"] = self._attention_facts(model, lname)
             finally:
                 torch.set_default_dtype(old)
         return _normalise_paths(out, str(d))
@@ -1731,7 +1717,8 @@ class Oracle:
         try:
             # DefaultModelLoader.load_weights_and_postprocess, then ModelRunner.load_model's
             # load_kv_cache_scales, then ModelRunner.configure_kv_cache_dtype
-            model.load_weights(tracker.wrap(weights()))
+            with _root_log_records(self.tree.pkg, code.logger):
+                model.load_weights(tracker.wrap(weights()))
             tracker.finish()
             stage = "postprocess"
             code.DefaultModelLoader.postprocess_weights(model, torch.device("cpu"))
@@ -1756,6 +1743,37 @@ class Oracle:
             modules = dict(model.named_modules())
             rec["companions"] = {c: self._layer_values(modules[c]) for c in companions}
         return rec
+
+    @staticmethod
+    def _attention_layers(code: SglangCode, model: nn.Module) -> list[tuple[str, list[str]]]:
+        """The model's RadixAttention modules, one layer per parent module: the first is
+        the layer, the others (DeepSeek MLA's attn_mha beside attn_mqa) its companions."""
+        out: list[tuple[str, list[str]]] = []
+        parents: dict[str, int] = {}
+        for name, module in model.named_modules():
+            if not isinstance(module, code.RadixAttention):
+                continue
+            parent = name.rpartition(".")[0]
+            if parent in parents:
+                out[parents[parent]][1].append(name)
+            else:
+                parents[parent] = len(out)
+                out.append((name, []))
+        return out
+
+    @staticmethod
+    def _attention_facts(model: nn.Module, lname: str) -> dict[str, Any]:
+        """What the model's code gave the RadixAttention (information): the KV-cache slot
+        it reads and writes (``layer_id``: a KV-sharing layer names the layer it shares),
+        its sliding window, head sizes (MLA: the latent)."""
+        attn = dict(model.named_modules())[lname]
+        return {
+            "layer_id": attn.layer_id,
+            "sliding_window_size": attn.sliding_window_size,
+            "head_dim": attn.head_dim,
+            "v_head_dim": attn.v_head_dim,
+            "num_kv_heads": attn.tp_k_head_num,
+        }
 
     @staticmethod
     def _layer_values(attn: nn.Module) -> dict[str, Any]:
@@ -1799,7 +1817,7 @@ class Oracle:
                 skipped[c["name"]] = str(why)
             else:
                 todo.append((c, opts))
-        for c in self.sgl_cases_mod.CASES:
+        for c in [*self.sgl_cases_mod.CASES, *self.model_cases_mod.CASES]:
             todo.append((c, dict(c["options"])))
         if names:
             known = {c["name"] for c, _ in todo} | set(skipped)
@@ -1812,6 +1830,7 @@ class Oracle:
         with tempfile.TemporaryDirectory(prefix="kvscale-sglang-oracle-") as tmp:
             for c, o in todo:
                 results[c["name"]] = self.run_case(c, o, Path(tmp))
+            facts = EngineFacts(self).run(Path(tmp))
         return {
             "schema": SCHEMA,
             "provenance": {
@@ -1824,7 +1843,284 @@ class Oracle:
             },
             "skipped": skipped,
             "cases": results,
+            "facts": facts,
         }
+
+
+# ======================================================================================
+# Facts besides the cases: KV-cache dtypes, NVFP4 global scales, cited code
+# ======================================================================================
+
+F_MODEL_FIELDS = "srt/arg_groups/fields/model.py"
+F_FP4_KV = "srt/layers/quantization/fp4_kv_cache_quant_method.py"
+F_KVFP4 = "srt/layers/quantization/kvfp4_tensor.py"
+F_RUNTIME_CTX = "srt/runtime_context.py"
+
+DEVICES = (
+    # (what, device capability major * 10 + minor): the GPUs the platform probes tell apart
+    ("H100 / H200", 90),
+    ("B200 / GB200", 100),
+    ("B300 / GB300", 103),
+    ("Jetson Thor", 110),
+    ("RTX 50 / RTX PRO 6000", 120),
+    ("DGX Spark GB10", 121),
+)
+NVFP4_SCENARIOS: dict[str, tuple[float | None, float | None]] = {
+    # (k_scale, v_scale) the layer holds after loading; None = no KV method on the layer
+    "calibrated": (0.0234375, 0.015625),
+    "k_only_calibrated": (0.0234375, 1.0),
+    "defaults": (1.0, 1.0),
+    "no_kv_method": (None, None),
+}
+PRODUCER_CONFIGS: dict[str, dict[str, Any] | None] = {
+    # quantization_config of config.json per producer (tests/parity/cases.py builders)
+    "none": None,
+    "fp8": {"quant_method": "fp8", "activation_scheme": "static", "kv_cache_scheme": "static"},
+    "modelopt_kv_fp8": {
+        "quant_method": "modelopt",
+        "quant_algo": "FP8",
+        "kv_cache_quant_algo": "FP8",
+    },
+    # (FP8 weights: ModelOptFp4Config.from_config, for NVFP4 weights, is not modelled)
+    "modelopt_kv_nvfp4": {
+        "quant_method": "modelopt",
+        "quant_algo": "FP8",
+        "kv_cache_quant_algo": "NVFP4",
+    },
+    "modelopt_kv_scheme_fp8": None,  # filled from cases.MODELOPT_QC (kv_cache_scheme dict)
+    "compressed_tensors_tensor": None,  # cases.ct_qc("tensor")
+    "compressed_tensors_attn_head": None,  # cases.ct_qc("attn_head")
+    "quark": None,  # cases.quark_qc()
+}
+
+
+class EngineFacts:
+    """The golden file's ``facts``: executed (``kv_cache_dtypes``, ``nvfp4_global_scale``)
+    and cited (``code_facts``: sglang_code_facts.py, every citation checked here)."""
+
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+        self.tree = oracle.tree
+        cases = oracle.cases_mod
+        self.producers = dict(PRODUCER_CONFIGS)
+        self.producers["modelopt_kv_scheme_fp8"] = cases.MODELOPT_QC
+        self.producers["compressed_tensors_tensor"] = cases.ct_qc("tensor")
+        self.producers["compressed_tensors_attn_head"] = cases.ct_qc("attn_head")
+        self.producers["quark"] = cases.quark_qc()
+
+    def run(self, workdir: Path) -> dict[str, Any]:
+        return {
+            "kv_cache_dtypes": {
+                "choices": self.kv_cache_dtype_choices(),
+                "resolution": self.resolution(workdir),
+            },
+            "nvfp4_global_scale": self.nvfp4_global_scale(),
+            "code_facts": self.code_facts(),
+        }
+
+    # -- --kv-cache-dtype ----------------------------------------------------------------
+    def kv_cache_dtype_choices(self) -> dict[str, Any]:
+        """The ``choices`` of the server argument (the field's literal list)."""
+        cls = self.tree.node(F_MODEL_FIELDS, "Model")
+        assert isinstance(cls, ast.ClassDef)
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and ast.unparse(stmt.target) == "kv_cache_dtype":
+                for call in ast.walk(stmt.annotation):
+                    if isinstance(call, ast.Call):
+                        for kw in call.keywords:
+                            if kw.arg == "choices":
+                                return {
+                                    "values": ast.literal_eval(kw.value),
+                                    "site": f"{F_MODEL_FIELDS}:{kw.value.lineno}",
+                                }
+        raise LookupError(f"SGLang source changed: no kv_cache_dtype choices in {F_MODEL_FIELDS}")
+
+    def resolution(self, workdir: Path) -> dict[str, Any]:
+        """``configure_kv_cache_dtype`` (what ModelRunner runs after loading) for every
+        producer's config, every accepted ``--kv-cache-dtype``, on CUDA and ROCm gfx942."""
+        out: dict[str, Any] = {}
+        choices = self.kv_cache_dtype_choices()["values"]
+        for platform in ("ocp", "fnuz"):
+            code = self.oracle.code(platform)
+            per_producer: dict[str, Any] = {}
+            for producer, qc in self.producers.items():
+                case = {
+                    "name": f"facts_{platform}_{producer}",
+                    "config": self.oracle.cases_mod.llama_config(qc),
+                    "hf_quant_config": None,
+                    "shards": [{"file": "model.safetensors", "tensors": {}}],
+                    "index": None,
+                }
+                d = self.oracle.cases_mod.write_case(case, workdir / case["name"])
+                info: dict[str, Any] = {}
+                with _stub_modules(code.stub_modules):
+                    try:
+                        _, quant_config = self.oracle._configure(code, d, torch.bfloat16, info)
+                    except Exception as e:
+                        per_producer[producer] = {"engine_error": fmt_exc(e)}
+                        continue
+                    code.logger.take()
+                    model = SimpleNamespace(quant_config=quant_config)
+                    dtypes: dict[str, Any] = {}
+                    for choice in choices:
+                        try:
+                            resolved, torch_dtype = code.configure_kv_cache_dtype(
+                                server_args_kv_cache_dtype=choice,
+                                model=model,
+                                model_dtype=torch.bfloat16,
+                                is_draft_worker=False,
+                                is_dflash=False,
+                                speculative_draft_attention_backend=None,
+                            )
+                            dtypes[choice] = {
+                                "kv_cache_dtype": resolved if resolved is not None else choice,
+                                "torch_dtype": str(torch_dtype).removeprefix("torch."),
+                                "warnings": code.logger.take(),
+                            }
+                        except Exception as e:
+                            dtypes[choice] = {"error": fmt_exc(e)}
+                per_producer[producer] = {
+                    "quant_method": info.get("quant_method"),
+                    "quant_config": info.get("quant_config"),
+                    "kv_cache_quant_algo": _plain(
+                        getattr(quant_config, "kv_cache_quant_algo", None)
+                    ),
+                    "dtypes": dtypes,
+                }
+            out[platform] = per_producer
+        return out
+
+    # -- NVFP4's global scale ------------------------------------------------------------
+    def nvfp4_global_scale(self) -> dict[str, Any]:
+        """NVFP4KVCacheMethod (``__init__``, ``load_scales_from_model``, ``get_bmm_scales``,
+        verbatim) on a two-layer model whose RadixAttention modules hold each scenario's
+        scales, for each device capability; the platform probes are SGLang's own
+        (``_check_cuda_device_version`` and the ``is_sm*_supported`` it builds, with CUDA
+        12.9), as ``get_platform()`` answers them (runtime_context._PLATFORM_PROBES)."""
+        t = self.tree
+        ns_kv: dict[str, Any] = {}
+        t.exec(F_KVFP4, ["E2M1_MAX"], ns_kv)
+        probes = self._platform_probe_names()
+        out: dict[str, Any] = {"E2M1_MAX": ns_kv["E2M1_MAX"], "devices": {}}
+        for what, sm in DEVICES:
+            platform = self._platform(sm, probes)
+            ns = {
+                "torch": torch,
+                "Tensor": torch.Tensor,
+                "Optional": typing.Optional,
+                "E2M1_MAX": ns_kv["E2M1_MAX"],
+                "get_platform": lambda platform=platform: platform,
+                "_Base": object,
+            }
+            method_cls = t.make_class(
+                F_FP4_KV,
+                "NVFP4KVCacheMethod",
+                ["_Base"],
+                [
+                    "NVFP4KVCacheMethod.__init__",
+                    "NVFP4KVCacheMethod.load_scales_from_model",
+                    "NVFP4KVCacheMethod.get_bmm_scales",
+                ],
+                ns,
+            )
+            scenarios: dict[str, Any] = {}
+            for scenario, (k, v) in NVFP4_SCENARIOS.items():
+                method = method_cls(num_layers=2, device="cpu")
+                layers = [
+                    SimpleNamespace(self_attn=SimpleNamespace(attn=_radix_with(i, k, v)))
+                    for i in range(2)
+                ]
+                # (the model has .layers: resolve_language_model is not reached)
+                fake = {"sglang.srt.model_loader.utils": {"resolve_language_model": None}}
+                with _stub_modules(fake):
+                    method.load_scales_from_model(SimpleNamespace(layers=layers))
+                scenarios[scenario] = {
+                    "layer_k_scale": k,
+                    "layer_v_scale": v,
+                    "k_scales_float": [enc_float(x) for x in method.k_scales_float],
+                    "v_scales_float": [enc_float(x) for x in method.v_scales_float],
+                    "k_scales_gpu": enc_value(method.k_scales_gpu),
+                    "get_bmm_scales_layer0": [enc_float(x) for x in method.get_bmm_scales(0)],
+                }
+            out["devices"][f"sm{sm}"] = {
+                "gpus": what,
+                "platform": dict(vars(platform)),
+                "scenarios": scenarios,
+            }
+        return out
+
+    def _platform_probe_names(self) -> dict[str, str]:
+        """runtime_context._PLATFORM_PROBES: get_platform().<attr> -> utils function."""
+        node = self.tree.node(F_RUNTIME_CTX, "_PLATFORM_PROBES")
+        assert isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+        probes = ast.literal_eval(node.value)
+        return {k: probes[k] for k in ("is_sm90", "is_sm100", "is_sm120")}
+
+    def _platform(self, sm: int, probes: dict[str, str]) -> SimpleNamespace:
+        ns: dict[str, Any] = {
+            "lru_cache": functools.lru_cache,
+            "partial": functools.partial,
+            "List": list,
+            "Tuple": tuple,
+            "is_cuda": lambda: True,
+            "get_device_sm": lambda: sm,
+            "torch": SimpleNamespace(version=SimpleNamespace(cuda="12.9")),
+        }
+        self.tree.exec(F_COMMON, ["_check_cuda_device_version", *probes.values()], ns)
+        return SimpleNamespace(**{attr: bool(ns[fn]()) for attr, fn in probes.items()})
+
+    # -- cited code ------------------------------------------------------------------------
+    def code_facts(self) -> dict[str, Any]:
+        facts = _load_module("kvscale_parity_sglang_code_facts", "sglang_code_facts.py").FACTS
+        out: dict[str, Any] = {}
+        for f in facts:
+            sites = []
+            for rel, line, anchor in f["cites"]:
+                self.tree.tree(rel)  # read through the tree: its sha256 is recorded
+                text = self.tree.path(rel).read_text().split("\n")[line - 1]
+                if anchor not in text:
+                    raise SystemExit(
+                        f"sglang_code_facts.py {f['id']}: {rel}:{line} no longer reads "
+                        f"{anchor!r} (it reads {text.strip()!r})"
+                    )
+                sites.append({"site": f"{rel}:{line}", "code": text.strip()})
+            out[f["id"]] = {"topic": f["topic"], "statement": f["statement"], "sites": sites}
+        return out
+
+
+def _radix_with(layer_id: int, k: float | None, v: float | None) -> SimpleNamespace:
+    def param(x: float | None) -> torch.Tensor | None:
+        return (
+            None
+            if x is None
+            else nn.Parameter(torch.tensor(x, dtype=torch.float32), requires_grad=False)
+        )
+
+    return SimpleNamespace(layer_id=layer_id, k_scale=param(k), v_scale=param(v))
+
+
+def _plain(x: Any) -> Any:
+    return x if x is None or isinstance(x, (str, int, float, bool)) else repr(x)
+
+
+@contextlib.contextmanager
+def _root_log_records(pkg: Path, logger: RecordingLogger) -> Iterator[None]:
+    """Warnings that SGLang's files log through the root logger (``logging.warning(...)``,
+    e.g. models/mistral_large_3.py) go to ``logger`` like its module loggers' do."""
+    import logging
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING and record.pathname.startswith(str(pkg)):
+                logger.records.append(record.getMessage())
+
+    handler = Handler()
+    root = logging.getLogger()
+    root.addHandler(handler)  # (with a handler there, logging.warning adds no stderr one)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def _normalise_paths(obj: Any, case_dir: str) -> Any:

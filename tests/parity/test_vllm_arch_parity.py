@@ -394,6 +394,7 @@ def test_mla_backends(written: Path, mla_env: Any) -> None:
     assert "kpe_scale=1.0" in ignores.message
     (no_fp8,) = _problems(run("flash_attn_mla"), "backend-unsupported-dtype")
     assert no_fp8.layers == ("model.layers.1.self_attn.attn",)
+    assert not _problems(run("flash_attn_mla"), "backend-refuses-scale")
     for reads in ("flashmla", "triton_mla", "flashinfer_mla"):
         report = run(reads)
         assert not [p for p in report.problems if p.code.startswith("backend-")], reads

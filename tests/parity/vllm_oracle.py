@@ -1935,6 +1935,9 @@ def arch_output_scale_drop(tree: VllmTree, code: VllmCode) -> dict[str, Any]:
         r["evidence"] = ev.evidence
         if dynamic:
             r["mapper_mutated_at_runtime"] = dynamic
+        if top.orig_to_new_prefix:
+            # the model's own prefix renames (what its layer names become in the engine)
+            r["prefix_renames"] = [[k, v] for k, v in top.orig_to_new_prefix.items()]
         merged = top | quark_cache | base_ckpt | rotary
         dropped: dict[str, Any] = {}
         for pfx in _SAMPLE_ATTN_PREFIXES:
@@ -1982,8 +1985,12 @@ def arch_output_scale_drop(tree: VllmTree, code: VllmCode) -> dict[str, Any]:
     for r in results.values():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     return {
-        "schema": "kvscale.arch-output-scale-drop/1",
-        "vllm_version": tree.version(),
+        "schema": "kvscale.arch-output-scale-drop/2",
+        "provenance": {
+            "vllm_version": tree.version(),
+            "vllm_sources_sha256": dict(sorted(tree.used.items())),
+            "generator": "tests/parity/vllm_oracle.py --arch-drop-out",
+        },
         "question": _ARCH_QUESTION,
         "method": _ARCH_METHOD + f" Sample names: {list(_SAMPLE_ATTN_PREFIXES)} + "
         ".{k,v,q}_proj.output_scale.",
@@ -2056,8 +2063,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(summarize(doc))
                 print(f"wrote {args.out}")
     if args.arch_drop_out:
-        with _stub_modules(oracle.code.stub_modules):
-            drop = arch_output_scale_drop(oracle.tree, oracle.code)
+        # a fresh tree: the evidence's provenance lists the files the scan read, whether or
+        # not the cases ran first
+        scan = Oracle(args.vllm_src, args.device) if args.out else oracle
+        with _stub_modules(scan.code.stub_modules):
+            drop = arch_output_scale_drop(scan.tree, scan.code)
         Path(args.arch_drop_out).write_text(json.dumps(drop, indent=1) + "\n")
         if not args.quiet:
             print(f"architectures: {drop['counts']}; drop list: {len(drop['drops'])}")

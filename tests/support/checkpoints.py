@@ -1,14 +1,25 @@
-"""Tiny synthetic checkpoints for tests (torch + safetensors.torch, so values are exact).
+"""The one builder of test checkpoints (torch + safetensors.torch, so values are exact).
 
 One Llama config builder (``llama_config``), one quantization_config table (``quant_config``),
 and the writers every test module uses; fixtures wrapping them live in ``tests/conftest.py``.
+
+Valid files go through ``write_safetensors_file`` (the reference writer), or through
+``layout_safetensors_file`` when they are written without torch (sparse files of any claimed
+size, real bytes for the fault tests). Crafted, broken bytes go through ``safetensors_prefix``
+(``raw_safetensors_file`` for a whole file): the one place a test packs a header by hand.
+Checkpoint layouts built on them: Hugging Face caches (``hf_cache``), normalize outputs
+(``scales_output``), and the named checkpoints below.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
+import shutil
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,15 +134,16 @@ def write_safetensors_file(
     return path
 
 
-def raw_safetensors_file(
-    path: Path,
-    header: Any,
-    data: bytes = b"",
-    *,
-    header_len: int | None = None,
-    pad: bool = True,
-) -> Path:
-    """Exact bytes: 8-byte little-endian length, header, data. Nothing is validated."""
+DTYPE_BYTES = {"F64": 8, "F32": 4, "I32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "U8": 1}
+
+
+def safetensors_prefix(header: Any, *, header_len: int | None = None, pad: bool = True) -> bytes:
+    """The start of a safetensors file: the 8-byte little-endian header length, then the header.
+
+    The one place tests pack a header by hand. ``header`` is a JSON-able object (written
+    compactly), a ``str`` or raw ``bytes`` (taken as is); ``pad`` adds spaces up to a multiple
+    of 8 as writers do; ``header_len`` replaces the true length (for crafted, broken files).
+    Nothing is validated."""
     if isinstance(header, bytes):
         raw = header
     elif isinstance(header, str):
@@ -140,9 +152,63 @@ def raw_safetensors_file(
         raw = json.dumps(header, separators=(",", ":")).encode()
     if pad and len(raw) % 8:
         raw += b" " * (8 - len(raw) % 8)  # writers pad with spaces to a multiple of 8
-    length = len(raw) if header_len is None else header_len
+    return struct.pack("<Q", len(raw) if header_len is None else header_len) + raw
+
+
+def raw_safetensors_file(
+    path: Path,
+    header: Any,
+    data: bytes = b"",
+    *,
+    header_len: int | None = None,
+    pad: bool = True,
+) -> Path:
+    """Exact bytes: ``safetensors_prefix(header, ...)`` then ``data``. Nothing is validated."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(struct.pack("<Q", length) + raw + data)
+    path.write_bytes(safetensors_prefix(header, header_len=header_len, pad=pad) + data)
+    return path
+
+
+def layout_header(
+    tensors: Sequence[tuple[str, str, Sequence[int]]], metadata: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], list[int]]:
+    """The header of ``(name, dtype, shape)`` tensors stored back to back in that order, and
+    each tensor's size in bytes."""
+    header: dict[str, Any] = {"__metadata__": dict(metadata)} if metadata else {}
+    sizes: list[int] = []
+    offset = 0
+    for name, dtype, shape in tensors:
+        size = DTYPE_BYTES[dtype] * math.prod(shape)
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        sizes.append(size)
+        offset += size
+    return header, sizes
+
+
+def layout_safetensors_file(
+    path: Path,
+    tensors: Sequence[tuple[str, str, Sequence[int]]],
+    fill: Callable[[str, int], bytes] | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> Path:
+    """A valid safetensors file of ``(name, dtype, shape)`` tensors, written without torch:
+    ``fill(name, size)`` gives each tensor's bytes; without ``fill`` the data is a hole (a
+    sparse file: a file of any claimed size costs no disk and reads as zeros)."""
+    header, sizes = layout_header(tensors, metadata)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(safetensors_prefix(header))
+        if fill is None:
+            fh.truncate(fh.tell() + sum(sizes))
+        else:
+            for (name, _, _), size in zip(tensors, sizes, strict=True):
+                data = fill(name, size)
+                assert len(data) == size, (name, len(data), size)
+                fh.write(data)
     return path
 
 
@@ -259,3 +325,186 @@ def write_scalar_checkpoint(
     quant = qc if qc is not None else quant_config("compressed-tensors")
     scalars = {name: tensor(value) for name, value in tensors.items()}
     return write_checkpoint(directory, scalars, llama_config(layers=layers, quant=quant))
+
+
+def gemma2_quark_checkpoint(root: Path, layers: int = 4) -> Path:
+    """``root/gemma2-quark``: Quark's ``k_proj.output_scale`` names under Gemma2, whose weight
+    loader drops them (the architecture never maps ``output_scale``)."""
+    tensors = attention_weights(layers)
+    for i in range(layers):
+        tensors[f"model.layers.{i}.self_attn.k_proj.output_scale"] = tensor(0.02)
+        tensors[f"model.layers.{i}.self_attn.v_proj.output_scale"] = tensor(0.005)
+    cfg = llama_config(
+        layers,
+        quant=quant_config("quark"),
+        architectures=["Gemma2ForCausalLM"],
+        model_type="gemma2",
+    )
+    return write_checkpoint(root / "gemma2-quark", tensors, cfg)
+
+
+def distinct_k(i: int) -> float:
+    """Layer ``i``'s k scale in ``distinct_scales``: (i + 1) / 1024, exact in float32 and bf16."""
+    return (i + 1) / 1024
+
+
+def distinct_v(i: int) -> float:
+    """Layer ``i``'s v scale in ``distinct_scales``: (i + 1) / 2048."""
+    return (i + 1) / 2048
+
+
+def distinct_scales(layers: int, **overrides: float | None) -> dict[str, float]:
+    """k/v scale names -> values, distinct per layer; overrides like ``k77=0.5`` or ``v3=None``
+    (drop that tensor). For ``write_scalar_checkpoint``."""
+    out: dict[str, float] = {}
+    for i in range(layers):
+        for kind, value in (("k", distinct_k(i)), ("v", distinct_v(i))):
+            chosen = overrides.get(f"{kind}{i}", value)
+            if chosen is not None:
+                out[f"{LLAMA_PREFIX.format(i)}.{kind}_scale"] = chosen
+    return out
+
+
+def scales_output(
+    directory: Path, k_device: list[float], k_host: float, head_size: int = 16
+) -> Path:
+    """A kvscale.scales/1 output directory (what ``normalize`` writes) for one layer: ``k_device``
+    is the device tensor's values, ``k_host`` the JSON's k_scale (the max over heads)."""
+    directory.mkdir()
+    name = "model.layers.0.self_attn.attn"
+    shape = () if len(k_device) == 1 else (len(k_device),)
+    write_safetensors_file(
+        directory / "kv_scales.safetensors",
+        {
+            f"{name}.k_scale": torch.tensor(k_device, dtype=torch.float32).reshape(shape),
+            f"{name}.v_scale": torch.tensor(0.25, dtype=torch.float32),
+            # normalize writes a device tensor for every kind the JSON holds
+            f"{name}.q_scale": torch.tensor(1.0, dtype=torch.float32),
+            f"{name}.prob_scale": torch.tensor(1.0, dtype=torch.float32),
+        },
+    )
+    doc = {
+        "schema": "kvscale.scales/1",
+        "checkpoint": "x",
+        "kv_cache_dtype": "fp8",
+        "platform": "ocp",
+        "engine_path": "base",
+        "head_size": head_size,
+        "layers": {
+            name: {
+                "k_scale": k_host,
+                "v_scale": 0.25,
+                "q_scale": 1.0,
+                "prob_scale": 1.0,
+                "rule": "separate",
+                "sources": {},
+            }
+        },
+    }
+    (directory / "kv_scales.json").write_text(json.dumps(doc))
+    return directory
+
+
+def broken_checkpoint(root: Path) -> Path:
+    """``root/broken``, compressed-tensors, 3 layers: layer 0 fine; layer 1 k_scale 0 (error)
+    and no v_scale (warning); layer 2 no scales."""
+    return write_scalar_checkpoint(
+        root / "broken",
+        {
+            f"{LLAMA_PREFIX.format(0)}.k_scale": 0.0234375,
+            f"{LLAMA_PREFIX.format(0)}.v_scale": 0.015625,
+            f"{LLAMA_PREFIX.format(1)}.k_scale": 0.0,
+        },
+        layers=3,
+    )
+
+
+def good_checkpoint(root: Path) -> Path:
+    """``root/good``, compressed-tensors, 2 layers, every scale 1/32: no problem at all."""
+    return write_scalar_checkpoint(
+        root / "good",
+        {
+            f"{LLAMA_PREFIX.format(i)}.{k}": 0.03125
+            for i in range(2)
+            for k in ("k_scale", "v_scale")
+        },
+        layers=2,
+    )
+
+
+def hf_cache(
+    source: Path,
+    repo: Path,
+    *,
+    revisions: tuple[str, ...] = ("0123456789abcdef0123456789abcdef01234567",),
+    ref: bytes | None = None,
+    refs: bool = True,
+    drop_blob: bool = False,
+    move: bool = False,
+) -> Path:
+    """``repo`` (``models--ORG--NAME``) as the Hugging Face cache lays out ``source``'s files:
+    ``blobs/<sha256>``, ``snapshots/<revision>/<name>`` relative links to them and, with
+    ``refs``, ``refs/main`` holding ``ref`` (default: the first revision). ``drop_blob`` leaves
+    the safetensors blobs out (dangling links); ``move`` deletes ``source`` afterwards."""
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots").mkdir()
+    for revision in revisions:
+        snapshot = repo / "snapshots" / revision
+        snapshot.mkdir(parents=True)
+        for item in sorted(source.iterdir()):
+            data = item.read_bytes()
+            blob = hashlib.sha256(data).hexdigest()
+            if not (drop_blob and item.suffix == ".safetensors"):
+                (repo / "blobs" / blob).write_bytes(data)
+            (snapshot / item.name).symlink_to(f"../../blobs/{blob}")
+    if refs:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_bytes(revisions[0].encode() if ref is None else ref)
+    if move:
+        shutil.rmtree(source)
+    return repo
+
+
+def big_modelopt_checkpoint(root: Path, total_mb: int, *, layers: int = 8, shards: int = 4) -> Path:
+    """A ModelOpt FP8 checkpoint of real (random) bytes, about ``total_mb`` MB, written without
+    torch: shards 1 to n-1 hold the layers' projections and float32 k/v scales (``normalize
+    --checkpoint`` rewrites them), the last shard only ``lm_head.weight`` (copied whole); plus a
+    300 KB tokenizer.json, a README.md and the index. Copies of it take a while: the fault
+    tests interrupt them."""
+    root.mkdir(parents=True)
+    cfg = llama_config(layers, heads=8, kv_heads=2, quant=quant_config("modelopt"))
+    (root / "config.json").write_text(json.dumps(cfg))
+    (root / "tokenizer.json").write_bytes(os.urandom(300_000))
+    (root / "README.md").write_text("# a model\n")
+    block = os.urandom(8 << 20)
+
+    def fill(name: str, size: int) -> bytes:
+        if name.endswith("_scale"):
+            return struct.pack("<f", 0.046875 if "k_scale" in name else 0.03125)
+        return (block * (size // len(block) + 1))[:size]
+
+    per_weight = (total_mb << 20) // (layers * 4 + 2) // 4096 * 4096
+    per_shard = layers // (shards - 1)
+    weight_map: dict[str, str] = {}
+    for s in range(shards - 1):
+        name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        tensors: list[tuple[str, str, list[int]]] = []
+        for layer in range(s * per_shard, (s + 1) * per_shard):
+            prefix = LLAMA_PREFIX.format(layer)
+            for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                tensors.append((f"{prefix}.{proj}.weight", "BF16", [per_weight // 2]))
+            tensors += [
+                (f"{prefix}.k_proj.k_scale", "F32", []),
+                (f"{prefix}.v_proj.v_scale", "F32", []),
+            ]
+        tensors.sort()
+        layout_safetensors_file(root / name, tensors, fill, {"format": "pt"})
+        weight_map.update(dict.fromkeys((t[0] for t in tensors), name))
+    last = f"model-{shards:05d}-of-{shards:05d}.safetensors"
+    layout_safetensors_file(
+        root / last, [("lm_head.weight", "BF16", [per_weight])], fill, {"format": "pt"}
+    )
+    weight_map["lm_head.weight"] = last
+    index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+    (root / "model.safetensors.index.json").write_text(json.dumps(index))
+    return root

@@ -1,4 +1,5 @@
-"""The hostile-input catalogue runner (in-process, CLI, subprocess) and its checks."""
+"""Hostile strings and their terminal-safety check; the hostile-input catalogue runner
+(in-process, CLI, subprocess) and its checks."""
 
 from __future__ import annotations
 
@@ -8,10 +9,62 @@ import re
 import subprocess
 import sys
 import types
+import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# --- hostile strings -----------------------------------------------------------------------------
+
+HOSTILE = "\x1b[31m[k_scale][bold]x[/]\r\u202e\x07\x9b2J\x00\u2028"
+"""ESC + SGR, rich markup (a tag, a name in brackets, a closing tag), CR, a bidi override, BEL,
+a C1 CSI, NUL and a Unicode line separator."""
+RAW_DANGER = ["\x1b", "\r", "\u202e", "\x07", "\x9b", "\x00", "\u2028"]
+
+
+def assert_terminal_safe(text: str) -> None:
+    """Nothing that moves the cursor, rings, recolours or reorders: only \\n and printables."""
+    for ch in text:
+        if ch == "\n":
+            continue
+        category = unicodedata.category(ch)
+        assert category not in ("Cc", "Cf", "Zl", "Zp", "Cs"), f"raw {ch!r} in output"
+
+
+# --- hostile files shared by the catalogue and the reader's own tests ---------------------------
+
+K = "model.layers.0.self_attn.k_scale"
+V = "model.layers.0.self_attn.v_scale"
+Q_WEIGHT = "model.layers.0.self_attn.q_proj.weight"
+GIGA = 10**9  # elements of the sparse 4 GB scale of ``giga_scale``
+
+
+def giga_scale(config: str, strategy: str = "tensor") -> Callable[[types.SimpleNamespace], Path]:
+    """A k_scale of 10**9 float32 elements in a sparse 4 GB file: refused, never read."""
+
+    def build(kit: types.SimpleNamespace) -> Path:
+        directory = kit.tmp / "giga"
+        directory.mkdir()
+        cfg = kit.ct_config(1, strategy) if config == "ct" else kit.fp8_config(1)
+        (directory / "config.json").write_text(json.dumps(cfg))
+        header = {
+            Q_WEIGHT: {"dtype": "BF16", "shape": [0], "data_offsets": [0, 0]},
+            K: {"dtype": "F32", "shape": [GIGA], "data_offsets": [0, 4 * GIGA]},
+        }
+        path = kit.raw(directory / "model.safetensors", header)
+        os.truncate(path, path.stat().st_size + 4 * GIGA)
+        return directory
+
+    return build
+
+
+def fifo_file(kit: types.SimpleNamespace) -> Path:
+    path = kit.tmp / "pipe.safetensors"
+    os.mkfifo(path)
+    return path
+
 
 # --- hostile-input catalogue runner -------------------------------------------------------------
 #
@@ -85,13 +138,13 @@ def check_outcome(
 class HostileRunner:
     """Runs catalogue entries through the real CLI, in process and as ``python -m kvscale``."""
 
-    def __init__(self, kit: types.SimpleNamespace) -> None:
+    def __init__(self, kit: types.types.SimpleNamespace) -> None:
         self.kit = kit
 
     def cli(self, case: Any, *, json_mode: bool, extra: tuple[str, ...] = ()) -> None:
         import time
 
-        from typer.testing import CliRunner
+        from support.cli import CliRunner
 
         from kvscale.cli import app
 
@@ -121,7 +174,7 @@ class HostileRunner:
         both cases nothing is written: ``--out`` must not exist afterwards.
         """
 
-        from typer.testing import CliRunner
+        from support.cli import CliRunner
 
         from kvscale.cli import app
 

@@ -15,11 +15,40 @@ import transformers
 
 VOCAB = 256
 
+MLA_COMMON: dict[str, Any] = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "num_attention_heads": 4,
+    # transformers' MLA expands the latent to every attention head: 4 KV heads (2 fails).
+    "num_key_value_heads": 4,
+    "kv_lora_rank": 32,
+    "qk_rope_head_dim": 16,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+    "n_shared_experts": 1,
+    "max_position_embeddings": 128,
+}
+MLA_KINDS: dict[str, Any] = {
+    "deepseek_v3": lambda **kw: transformers.DeepseekV3Config(q_lora_rank=48, **kw),
+    "deepseek_v2": lambda **kw: transformers.DeepseekV2Config(q_lora_rank=None, **kw),
+    "glm4_moe_lite": lambda **kw: transformers.Glm4MoeLiteConfig(q_lora_rank=None, **kw),
+}
+
 
 def tiny_config(kind: str, layers: int | None = None) -> Any:
     """hidden 64, 4 heads, 2 KV heads: ``llama``, ``qwen2`` (q/k/v biases), ``gemma2`` (layers
     0 and 2 slide over 4 tokens), ``lfm2`` (hybrid: convolutions around one attention layer),
-    ``deepseek_v3`` (MLA)."""
+    MLA (``MLA_KINDS``): ``deepseek_v3`` (q_lora_rank 48, the recipe of the MLA reference
+    notes), ``deepseek_v2`` (q_lora_rank None: DeepSeek-V2-Lite's module set), ``glm4_moe_lite``
+    (GLM-4.7-Flash); each caches a 32-wide latent and a 16-wide RoPE part, layer 0 dense, the
+    others MoE."""
     common = {
         "vocab_size": VOCAB,
         "hidden_size": 64,
@@ -39,24 +68,8 @@ def tiny_config(kind: str, layers: int | None = None) -> Any:
         return transformers.Lfm2Config(
             num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"], **common
         )
-    if kind == "deepseek_v3":
-        return transformers.DeepseekV3Config(
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=128,
-            moe_intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=4,
-            num_key_value_heads=4,
-            kv_lora_rank=16,
-            q_lora_rank=None,
-            qk_rope_head_dim=8,
-            qk_nope_head_dim=8,
-            v_head_dim=16,
-            n_routed_experts=4,
-            num_experts_per_tok=2,
-            first_k_dense_replace=1,
-        )
+    if kind in MLA_KINDS:
+        return MLA_KINDS[kind](**MLA_COMMON, num_hidden_layers=layers or 3)
     raise ValueError(kind)
 
 

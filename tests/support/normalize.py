@@ -6,24 +6,21 @@ directory and returns the path to pass to ``normalize`` (a directory, a file or 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
+from support.checkpoints import hf_cache, llama_config, write_safetensors_file
+from support.checkpoints import quant_config as qc
 
 from kvscale.core.inspect import ScaleReport, inspect_checkpoint
 from kvscale.engine.options import EngineOptions
 from kvscale.io.safetensors import read_header
-from support.checkpoints import llama_config
-from support.checkpoints import quant_config as qc
 
 P = "model.layers.{}.self_attn"
 
@@ -69,7 +66,7 @@ def write_dir(
         (directory / rel).parent.mkdir(parents=True, exist_ok=True)
         (directory / rel).write_bytes(data)
     if shards == 1:
-        save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+        write_safetensors_file(directory / "model.safetensors", tensors, {"format": "pt"})
         return directory
     parts: list[dict[str, torch.Tensor]] = [{} for _ in range(shards)]
     for n, name in enumerate(sorted(tensors)):
@@ -78,7 +75,7 @@ def write_dir(
     weight_map = {}
     for s, part in enumerate(parts):
         fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        save_file(part, str(directory / fname), metadata={"format": "pt", "shard": str(s)})
+        write_safetensors_file(directory / fname, part, {"format": "pt", "shard": str(s)})
         weight_map.update(dict.fromkeys(part, fname))
     if index:
         doc = {"metadata": {"total_size": 12345}, "weight_map": weight_map}
@@ -258,8 +255,8 @@ def _duplicates(d: Path) -> Path:
     w = weights(2)
     w[f"{P.format(0)}.v_scale"] = t(0.4)
     write_dir(d, w, llama_config(2, quant=qc("fp8")), shards=1)
-    save_file({f"{P.format(0)}.k_scale": t(0.25)}, str(d / "a-extra.safetensors"))
-    save_file({f"{P.format(0)}.k_scale": t(0.5)}, str(d / "z-extra.safetensors"))
+    write_safetensors_file(d / "a-extra.safetensors", {f"{P.format(0)}.k_scale": t(0.25)})
+    write_safetensors_file(d / "z-extra.safetensors", {f"{P.format(0)}.k_scale": t(0.5)})
     return d
 
 
@@ -273,22 +270,8 @@ def _single_file(d: Path) -> Path:
 
 
 def _hf_cache(d: Path) -> Path:
-    repo = d / "models--org--tiny"
-    snap_src = d / "_src"
-    _modelopt(snap_src)
-    rev = "0123456789abcdef0123456789abcdef01234567"
-    blobs = repo / "blobs"
-    snap = repo / "snapshots" / rev
-    blobs.mkdir(parents=True)
-    snap.mkdir(parents=True)
-    for f in sorted(snap_src.iterdir()):
-        digest = hashlib.sha256(f.read_bytes()).hexdigest()
-        shutil.copyfile(f, blobs / digest)
-        os.symlink(os.path.join("..", "..", "blobs", digest), snap / f.name)
-    shutil.rmtree(snap_src)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(rev)
-    return repo
+    _modelopt(d / "_src")
+    return hf_cache(d / "_src", d / "models--org--tiny", move=True)
 
 
 CASES: list[Case] = [

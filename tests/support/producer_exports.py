@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from support.checkpoints import safetensors_prefix
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "producers"
 SHARD_SCHEMA = "kvscale.producer-shard/1"
@@ -108,7 +109,7 @@ def _rebuild_shard(rec: dict[str, Any], keep: Callable[[str], bool] | None) -> b
         if len(value) != end - begin:
             raise ValueError(f"{name}: {len(value)} recorded bytes for {end - begin}")
         data[begin:end] = value
-    return struct.pack("<Q", len(raw)) + raw + bytes(data)
+    return safetensors_prefix(raw, pad=False) + bytes(data)
 
 
 def _subset_shard(
@@ -134,9 +135,7 @@ def _subset_shard(
             "data_offsets": [len(data), len(data) + len(value)],
         }
         data += value
-    raw = json.dumps(new_header, separators=(",", ":")).encode("utf-8")
-    raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + bytes(data)
+    return safetensors_prefix(new_header) + bytes(data)
 
 
 def build_checkpoint(name: str, dest: Path, *, keep: Callable[[str], bool] | None = None) -> Path:

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from support.checkpoints import write_safetensors_file
+
 PARITY = Path(__file__).resolve().parent.parent / "parity"
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 
@@ -64,7 +66,7 @@ def load_layers(
 def kv_tensors_only(directory: Path, into: Path) -> Path:
     """A copy of ``directory`` holding only its KV-scale tensors (and its JSON files): the
     oracle's model has placeholder linear layers, so real weights cannot load into it."""
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load_file
 
     from kvscale.conventions import looks_like_kv_scale
 
@@ -75,5 +77,5 @@ def kv_tensors_only(directory: Path, into: Path) -> Path:
     for shard in sorted(directory.glob("*.safetensors")):
         kept = {n: t for n, t in load_file(str(shard)).items() if looks_like_kv_scale(n)}
         if kept:
-            save_file(kept, str(into / shard.name), metadata={"format": "pt"})
+            write_safetensors_file(into / shard.name, kept, {"format": "pt"})
     return into

@@ -1,26 +1,38 @@
 """``verify --data``: run the model on real text with the cache quantized at the target's scales,
 at 1.0 and unquantized, and keep its own K/V for the per-layer statistics.
+
+MLA layers (``AttentionLayer.latent``) cache one row ``[kv_c | k_pe]`` per token; their variants
+are vLLM 0.33.0's latent cache (``concat_and_cache_mla`` with the layer's k scale, ``skip_scale``
+at exactly 1.0, read back as ``fp8 * k_scale``: ``kvscale.kernel.roundtrip.mla_latent_roundtrip``;
+the v scale is never read), and the saved activations hold the row as ``<layer>.kv``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.core.verify.stats import BLOCK_SIZE
-from kvscale.core.verify.target import Target
+from kvscale.core.verify.target import LayerScales, Target
 from kvscale.engine.base import CacheWrite
+from kvscale.engine.options import EngineOptions
 from kvscale.errors import (
     RefusedError,
     UsageError,
 )
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.nvfp4_conventions import GlobalScaleConvention
 from kvscale.progress import ProgressFn
+
+if TYPE_CHECKING:
+    from kvscale.model.evaluate import CacheVariant, LayerCodec
+    from kvscale.model.load import LatentRow, LoadedModel
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,36 @@ class ModelOptions:
 
 
 @dataclass(frozen=True)
+class VariantEval:
+    """One cache configuration's run (``model_eval.variants`` in the JSON)."""
+
+    name: str
+    description: str
+    ppl: float
+    kl_mean: float
+    kl_max: float
+
+    def to_json(self) -> dict[str, object]:
+        from kvscale.floats import encode_json_value
+
+        return {
+            "name": self.name,
+            "description": self.description,
+            "ppl": encode_json_value(self.ppl),
+            "kl_mean": encode_json_value(self.kl_mean),
+            "kl_max": encode_json_value(self.kl_max),
+        }
+
+
+@dataclass(frozen=True)
 class ModelEval:
-    """What TARGET's scales do to the model end to end (``model_eval`` in the JSON)."""
+    """What TARGET's scales do to the model end to end (``model_eval`` in the JSON).
+
+    ``ppl_fp8`` / ``kl_mean`` / ``kl_max`` are the target's own configuration: every layer in
+    its cache's format (FP8, NVFP4, per-token-head, unquantized where skipped) at the scales the
+    engine holds; ``*_unit_scales`` the same formats with every checkpoint scale at 1.0;
+    ``variants`` lists every run, these two included (and, for NVFP4, calibrated scales in each
+    convention)."""
 
     model: str
     samples: int
@@ -101,6 +141,7 @@ class ModelEval:
     activations_out: str | None
     max_ppl_increase: float | None = None
     max_kl: float | None = None
+    variants: tuple[VariantEval, ...] = ()
 
     @property
     def ppl_increase(self) -> float:
@@ -154,12 +195,15 @@ def run_model(
     activations_file: Path,
     progress: ProgressFn | None,
     engine_write: CacheWrite | None = None,
+    engine_options: EngineOptions | None = None,
 ) -> ModelEval:
-    """Run the model on the data three times (unquantized, FP8 at the target's scales, FP8 at
-    1.0) and save the unquantized K/V to ``activations_file`` for the per-layer statistics."""
-    from kvscale.kernel.roundtrip import QuantizeFn, fp8_roundtrip
+    """Run the model on the data: unquantized, the target's configuration, its scales at 1.0
+    (and for NVFP4 layers calibrated scales in each convention, after one capture pass); save
+    the unquantized K/V to ``activations_file`` for the per-layer statistics."""
+    from kvscale.kernel.roundtrip import QuantizeFn
+    from kvscale.model.cache_codecs import layer_codec
     from kvscale.model.data import load_calibration_data
-    from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model
+    from kvscale.model.evaluate import CacheVariant, evaluate_model
     from kvscale.model.load import load_model
 
     model_path = model_options.model
@@ -201,34 +245,85 @@ def run_model(
         fmt = resolve_kv_cache_dtype(engine_write.stored_kv_cache_dtype).fp8 or fmt
     elif kernel is not None:
         quantize = kernel_quantize(kernel, kv_name)
-    one = torch.ones(1, dtype=torch.float32)
+    engine_options = engine_options or EngineOptions()
+    engine = engine_options.rules
+    latent = {layer.engine_name: layer.latent for layer in loaded.layers if layer.latent}
+    if latent:
+        _check_latent_target(target, latent)
+    mla_write = None
+    if latent and kernel is not None:
+        from kvscale.kernel.triton_mla import concat_and_cache_mla
 
-    def codec(k: torch.Tensor, v: torch.Tensor) -> LayerCodec:
-        return LayerCodec(fp8_roundtrip(k, fmt, quantize), fp8_roundtrip(v, fmt, quantize))
-
-    variants = [
-        CacheVariant(
-            "fp8",
-            {
-                layer.name: codec(
-                    torch.tensor(layer.k_device, dtype=torch.float32),
-                    torch.tensor(layer.v_device, dtype=torch.float32),
-                )
-                for layer in target.layers
-            },
-        ),
-        CacheVariant("unit_scales", {layer.name: codec(one, one) for layer in target.layers}),
-    ]
+        mla_write = concat_and_cache_mla
     names = {layer.engine_name for layer in loaded.layers}
     missing = sorted(names - {layer.name for layer in target.layers})
     if missing:
         raise UsageError(
             f"no scales for {len(missing)} of the model's attention layers, first {missing[0]}"
         )
+
+    def cache_of(layer: LayerScales) -> tuple[CacheFormat, str]:
+        if layer.cache is not None:
+            return layer.cache.format, layer.cache.kv_cache_dtype
+        # A scales file names one dtype for every layer.
+        return engine.cache_format(target.kv_cache_dtype, target.platform), kv_name
+
+    def codecs(values: Callable[[LayerScales], tuple[Any, Any]]) -> dict[str, LayerCodec]:
+        out: dict[str, LayerCodec] = {}
+        for layer in target.layers:
+            fmt, dtype = cache_of(layer)
+            k, v = values(layer)
+            codec = layer_codec(
+                fmt,
+                dtype,
+                k,
+                v,
+                engine=engine,
+                gpu_arch=engine_options.gpu_arch,
+                quantize=quantize,
+                latent=latent.get(layer.name),
+                mla_write=mla_write,
+            )
+            if codec is not None:
+                out[layer.name] = codec
+        return out
+
+    variants = [
+        CacheVariant("fp8", codecs(lambda layer: (layer.k_device, layer.v_device))),
+        CacheVariant("unit_scales", codecs(lambda layer: (1.0, 1.0))),
+    ]
+    descriptions = {
+        "fp8": "the target's configuration at the scales the engine holds",
+        "unit_scales": "the same formats with every checkpoint scale at 1.0",
+    }
+    nvfp4_layers = {
+        layer.name
+        for layer in target.layers
+        if cache_of(layer)[0].scale_use is ScaleUse.GLOBAL_SCALE
+    }
+    if nvfp4_layers:
+        variants.extend(
+            _convention_variants(loaded, data.samples, target, nvfp4_layers, codecs, progress)
+        )
+        for conv in GlobalScaleConvention:
+            descriptions[f"nvfp4 {conv.value}"] = (
+                f"NVFP4 layers at calibrated {conv.value} values ({conv.meaning}), as the engine "
+                "reads them"
+            )
     evaluation = evaluate_model(
         loaded, data.samples, variants, activations_out=activations_file, progress=progress
     )
     unq, fp8, unit = (evaluation.variant(name) for name in ("unquantized", "fp8", "unit_scales"))
+    runs = tuple(
+        VariantEval(
+            "target" if v.name == "fp8" else v.name,
+            descriptions[v.name],
+            evaluation.variant(v.name).ppl,
+            evaluation.variant(v.name).kl_mean,
+            evaluation.variant(v.name).kl_max,
+        )
+        for v in variants
+    )
     return ModelEval(
         model=str(model_path),
         samples=evaluation.samples,
@@ -247,4 +342,53 @@ def run_model(
         ),
         max_ppl_increase=model_options.max_ppl_increase,
         max_kl=model_options.max_kl,
+        variants=runs,
     )
+
+
+def _convention_variants(
+    loaded: LoadedModel,
+    samples: Sequence[Sequence[int]],
+    target: Target,
+    nvfp4_layers: set[str],
+    codecs: Callable[[Callable[[LayerScales], tuple[Any, Any]]], dict[str, LayerCodec]],
+    progress: ProgressFn | None,
+) -> list[CacheVariant]:
+    """One capture pass for the layers' amax, then per convention the variant whose NVFP4
+    layers hold ``f32(amax / divisor)`` (``kvscale calibrate``'s arithmetic) and whose other
+    layers are as the target configures them."""
+    from kvscale.model.capture import capture_kv_amax
+    from kvscale.model.evaluate import CacheVariant
+    from kvscale.model.scales import kv_scales
+
+    capture = capture_kv_amax(loaded, samples, strategy="tensor", progress=progress)
+    amax = {lc.name: (lc.k_amax, lc.v_amax) for lc in capture.layers}
+    out = []
+    for conv in GlobalScaleConvention:
+
+        def values(layer: LayerScales, conv: GlobalScaleConvention = conv) -> tuple[Any, Any]:
+            if layer.name not in nvfp4_layers:
+                return layer.k_device, layer.v_device
+            k, v = amax[layer.name]
+            return kv_scales(k, divisor=conv.divisor), kv_scales(v, divisor=conv.divisor)
+
+        out.append(CacheVariant(f"nvfp4 {conv.value}", codecs(values)))
+    return out
+
+
+def _check_latent_target(target: Target, latent: Mapping[str, LatentRow]) -> None:
+    """The MLA variants model vLLM's latent cache, which reads one k scale per layer."""
+    engine = target.engine.get("name")
+    if engine != "vllm":
+        raise UsageError(
+            f"verify --data on MLA layers ({next(iter(latent))}, ...) runs vLLM 0.33.0's latent "
+            f"cache write (concat_and_cache_mla); {engine or 'this engine'} writes and reads the "
+            "latent otherwise (SGLang 0.5.23: MLATokenToKVPool stores it unscaled)",
+            hint="use --engine vllm",
+        )
+    for layer in target.layers:
+        if layer.name in latent and len(layer.k_device) != 1:
+            raise UsageError(
+                f"{layer.name} is an MLA layer (one latent row per token, one k scale), but the "
+                f"target holds {len(layer.k_device)} per-head k scales for it"
+            )

@@ -10,19 +10,33 @@ from __future__ import annotations
 import difflib
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kvscale.cache_formats import CacheFormat, ScaleUse
+from kvscale.core.verify.formats import (
+    NVFP4_ERROR_LIMIT,
+    nvfp4_kernel_mismatches,
+    nvfp4_layer,
+    refuse_unverifiable,
+    self_scaled_layer,
+    synthetic_for,
+    unquantized_layer,
+    verifiable,
+)
 from kvscale.core.verify.model_run import ModelEval, ModelOptions, run_model
 from kvscale.core.verify.stats import (
     ERROR_LIMIT,
+    LATENT_KINDS,
     SATURATION_LIMIT,
     UNDERFLOW_LIMIT,
     KindStats,
+    latent_activations,
+    run_latent_layer,
     run_layer,
     synthetic_activations,
     with_failure,
@@ -37,7 +51,10 @@ from kvscale.errors import (
     require,
 )
 from kvscale.io.safetensors import read_header
-from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
+from kvscale.kernel.formats import (
+    FP8Format,
+    resolve_kv_cache_dtype,
+)
 from kvscale.limits import MAX_VERIFY_ELEMENTS
 from kvscale.progress import ProgressEvent, ProgressFn
 
@@ -124,6 +141,10 @@ class VerifyResult:
 
     strict: bool = False
     """Run under ``--strict``: without the kernel (no ``--gpu``) the run is not verified."""
+    checked: tuple[str, ...] = ()
+    """What this run checked (the verdict says it: a pass means these held)."""
+    not_checked: tuple[str, ...] = ()
+    """What it did not, and how to check it."""
 
     @property
     def unverified(self) -> bool:
@@ -152,7 +173,9 @@ def load_activations(path: Path, target: Target) -> dict[str, Any]:
     first, each tensor bounded by ``max-verify-elements``, and only the tensors of the target's
     layers read (never the whole file)."""
     header = read_header(path)
-    wanted = {f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")}
+    wanted = {
+        f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v", *LATENT_KINDS)
+    }
     present = [name for name in header.tensors if name in wanted]
     limit = MAX_VERIFY_ELEMENTS.value()
     for name in present:
@@ -217,12 +240,11 @@ def verify_target(
     options.engine.rules.require("verify")
     target = load_target(path, options.engine, revision=options.revision)
     notes = list(target.notes)
+    formats = [layer.cache.format for layer in target.layers if layer.cache is not None]
+    refuse_unverifiable(formats, _measurable_dtypes(options, target.platform))
+    # FP8 layers are written by the FP8 kernels in the FP8 encoding of the target's dtype; the
+    # other formats have their own writers (core/verify/formats.py).
     kv_name, fmt = _fmt_for(target.kv_cache_dtype, target.platform)
-    if kv_name != target.kv_cache_dtype:
-        notes.append(
-            f"the target's KV-cache dtype {target.kv_cache_dtype} is not an fp8 one; verified "
-            f"as {kv_name}"
-        )
     _check_size(options.tokens, target)
     device = torch.device("cpu")
     device_name = "cpu"
@@ -273,6 +295,7 @@ def verify_target(
                 saved,
                 progress,
                 engine_write,
+                options.engine,
             )
             activations = load_activations(saved, target)
         data_label = "model"
@@ -280,14 +303,36 @@ def verify_target(
     elif options.activations is not None:
         activations = load_activations(options.activations, target)
     generator = torch.Generator().manual_seed(options.seed)
+    formats_used: set[str] = set()
     results: list[LayerResult] = []
     synthetic: list[str] = []
     agree_all = True
+    latent_layers: list[str] = []
+    mla_kernel: Callable[..., None] | None = None
+    if kernel is not None:
+        from kvscale.kernel.triton_mla import concat_and_cache_mla
+
+        mla_kernel = concat_and_cache_mla
     for index, layer in enumerate(target.layers):
         agree = host_device_agree(layer)
         agree_all = agree_all and not agree
+        rows = latent_activations(activations, layer.name, activations_path)
+        if rows is not None:
+            # MLA: one latent row per token, written with the k scale; v repeats k.
+            row_stats = run_latent_layer(
+                layer, rows[0], data_label, rows[1], kv_name, fmt, device, mla_kernel, generator
+            )
+            if agree:
+                row_stats = with_failure(row_stats, "; ".join(agree))
+            results.append(LayerResult(layer.name, row_stats, row_stats, not agree))
+            latent_layers.append(layer.name)
+            if progress is not None:
+                progress(ProgressEvent("layers", index + 1, len(target.layers), layer.name))
+            continue
         kv_data: dict[str, tuple[torch.Tensor, str]] = {}
         heads = max(len(layer.k_device), len(layer.v_device))
+        layer_fmt = layer.cache.format if layer.cache is not None else None
+        fp8_layer = layer_fmt is None or layer_fmt.fp8 is not None
         for kind, scale in (("k", layer.k_device), ("v", layer.v_device)):
             captured = activations.get(f"{layer.name}.{kind}")
             if captured is not None:
@@ -295,20 +340,29 @@ def verify_target(
                     check_activation(captured, activations_path, layer.name, kind),
                     data_label,
                 )
-            else:
-                h = heads if heads > 1 else target.kv_heads
-                kv_data[kind] = (
-                    synthetic_activations(
-                        options.tokens, h, target.head_size, scale, fmt, generator
-                    ),
-                    "synthetic",
+                continue
+            h = heads if heads > 1 else target.kv_heads
+            if fp8_layer:
+                x = synthetic_activations(
+                    options.tokens, h, target.head_size, scale, fmt, generator
                 )
+            else:
+                assert layer_fmt is not None
+                x = synthetic_for(layer_fmt, options.tokens, h, target.head_size, scale, generator)
+            kv_data[kind] = (x, "synthetic")
         if activations and any(src == "synthetic" for _, src in kv_data.values()):
             synthetic.append(layer.name)
         check_pair(kv_data, activations_path, layer.name, layer)
-        k_stats, v_stats = run_layer(
-            layer, kv_data, kv_name, fmt, device, kernel, generator, engine_write, engine_kernel
-        )
+        if fp8_layer:
+            k_stats, v_stats = run_layer(
+                layer, kv_data, kv_name, fmt, device, kernel, generator, engine_write, engine_kernel
+            )
+        else:
+            assert layer_fmt is not None and layer.cache is not None
+            k_stats, v_stats = _other_format_layer(
+                layer, layer_fmt, layer.cache.kv_cache_dtype, kv_data, device, kernel, generator
+            )
+            formats_used.add(layer_fmt.name)
         if agree:
             k_stats = with_failure(k_stats, "; ".join(agree))
         results.append(LayerResult(layer.name, k_stats, v_stats, not agree))
@@ -325,8 +379,21 @@ def verify_target(
             f"{len(synthetic)} layer(s) ran on synthetic data: the activations file has no K/V "
             f"for {shown}"
         )
+    if latent_layers:
+        notes.append(
+            f"{len(latent_layers)} MLA layer(s) cache one latent row [kv_c | k_pe] per token, "
+            "written through concat_and_cache_mla with the k scale: their k and v statistics are "
+            "the row's (the v scale is never read)"
+        )
     if not results:
         notes.append("the target has no attention layer with scales to verify")
+    if formats_used:
+        notes.append(
+            "layers in " + ", ".join(sorted(formats_used)) + " were written by kvscale's "
+            "reference of the engine's write for that format"
+            + ("" if kernel is None else " (and the NVFP4 Triton kernel where one exists)")
+        )
+    checked, not_checked = _coverage(results, kernel is not None)
     return VerifyResult(
         target=str(path),
         target_kind=target.kind,
@@ -339,17 +406,88 @@ def verify_target(
         host_device_agree=agree_all,
         layers=tuple(results),
         notes=tuple(notes),
-        thresholds={
-            "saturated": SATURATION_LIMIT,
-            "underflow": UNDERFLOW_LIMIT,
-            "rel_rms_error": ERROR_LIMIT[fmt.name],
-        },
+        thresholds=_thresholds(target, fmt),
         engine=target.engine,
         options=target.options,
         synthetic_layers=tuple(synthetic),
         model_eval=model_eval,
         strict=options.strict,
+        checked=checked,
+        not_checked=not_checked,
     )
+
+
+def _measurable_dtypes(options: VerifyOptions, platform: str) -> tuple[str, ...]:
+    rules = options.engine.rules
+    return tuple(d for d in rules.kv_cache_dtypes if verifiable(rules.cache_format(d, platform)))
+
+
+def _other_format_layer(
+    layer: LayerScales,
+    fmt: CacheFormat,
+    kv_cache_dtype: str,
+    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    device: torch.device,
+    kernel: Callable[..., None] | None,
+    generator: torch.Generator,
+) -> tuple[KindStats, KindStats]:
+    """A layer whose cache is not FP8 (core/verify/formats.py)."""
+    if fmt.scale_use is ScaleUse.NONE:
+        return unquantized_layer(kv_data, (layer.k_host, layer.v_host))
+    if fmt.scale_use is ScaleUse.IN_CACHE:
+        return self_scaled_layer(kv_data, kv_cache_dtype)
+    mismatched = None
+    if kernel is not None:
+        k_bad, v_bad, ambiguous = nvfp4_kernel_mismatches(
+            layer, kv_data["k"][0], kv_data["v"][0], kv_cache_dtype, device, generator
+        )
+        mismatched = (k_bad, v_bad)
+        del ambiguous  # reported by benchmarks/gpu_nvfp4_check.py; not a failure
+    return nvfp4_layer(layer, kv_data, kv_cache_dtype, mismatched)
+
+
+def _thresholds(target: Target, fmt: FP8Format) -> dict[str, float]:
+    """The limits the verdict applies: FP8's when a layer is FP8, else NVFP4's; none for
+    self-scaled and unquantized caches (their error is reported, not judged)."""
+    kinds = {
+        layer.cache.format.scale_use if layer.cache is not None else ScaleUse.DIVISOR
+        for layer in target.layers
+    }
+    if ScaleUse.DIVISOR in kinds:
+        return {
+            "saturated": SATURATION_LIMIT,
+            "underflow": UNDERFLOW_LIMIT,
+            "rel_rms_error": ERROR_LIMIT[fmt.name],
+        }
+    if ScaleUse.GLOBAL_SCALE in kinds:
+        return {
+            "saturated_blocks": SATURATION_LIMIT,
+            "zero_blocks": UNDERFLOW_LIMIT,
+            "rel_rms_error": NVFP4_ERROR_LIMIT,
+        }
+    return {}
+
+
+def _coverage(
+    results: Sequence[LayerResult], kernel_ran: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a run checked and what it did not (issue: a pass on synthetic data is no evidence
+    that the scales fit the model)."""
+    checked = ["scales are finite and positive", "host and device scales agree"]
+    not_checked = []
+    if kernel_ran:
+        checked.append("the kernel writes the reference's bytes")
+    else:
+        not_checked.append("the kernel's bytes (pass --gpu on a CUDA machine)")
+    sources = {s.data for layer in results for s in (layer.k, layer.v) if s is not None}
+    if sources and sources <= {"model", "activations"}:
+        checked.append("the scales fit the real K/V (saturation, underflow, round-trip error)")
+    else:
+        not_checked.append(
+            "whether the scales fit the model's real K/V: synthetic K/V are sized from the "
+            "scales themselves (pass --data, or --activations)"
+        )
+    return tuple(checked), tuple(not_checked)
 
 
 def _check_size(tokens: int, target: Target) -> None:
@@ -371,7 +509,8 @@ def _check_size(tokens: int, target: Target) -> None:
 def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -> None:
     """An activations file that feeds no layer is an input error, naming what was expected."""
     expected = [f"{layer.name}.{kind}" for layer in target.layers for kind in ("k", "v")]
-    if not expected or any(name in tensors for name in expected):
+    latent = [f"{layer.name}.{kind}" for layer in target.layers for kind in LATENT_KINDS]
+    if not expected or any(name in tensors for name in (*expected, *latent)):
         return
     found = sorted(tensors)
     close = sorted(

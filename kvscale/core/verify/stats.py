@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 
@@ -29,6 +30,7 @@ from kvscale.errors import (
     InputError,
 )
 from kvscale.kernel.formats import FP8Format
+from kvscale.kernel.mla import reference_concat_and_cache_mla, vllm_mla_skip_scale
 from kvscale.kernel.reference import clipped, dequantize, reference_reshape_and_cache_flash
 
 SATURATION_LIMIT = 1e-3
@@ -61,6 +63,12 @@ class KindStats:
     data: str
     """``activations``, ``model`` or ``synthetic``."""
     failures: tuple[str, ...] = ()
+    zero_blocks: float | None = None
+    """NVFP4: the fraction of 16-value blocks stored with a zero block scale although they held
+    a nonzero value (None for other formats)."""
+    saturated_blocks: float | None = None
+    """NVFP4: the fraction of blocks whose scale saturates at e4m3's 448 or whose values clip
+    at e2m1's 6 (None for other formats)."""
 
     @property
     def passed(self) -> bool:
@@ -104,16 +112,7 @@ def synthetic_activations(
 
 
 def with_failure(stats: KindStats, reason: str) -> KindStats:
-    return KindStats(
-        stats.scale,
-        stats.absmax,
-        stats.saturated,
-        stats.underflow,
-        stats.rel_rms_error,
-        stats.mismatched_bytes,
-        stats.data,
-        (*stats.failures, reason),
-    )
+    return replace(stats, failures=(*stats.failures, reason))
 
 
 def run_layer(
@@ -208,6 +207,100 @@ def run_layer(
             )
         out.append(stats)
     return out[0], out[1]
+
+
+LATENT_KINDS = ("kv_c", "k_pe")
+"""An MLA layer's activations: ``<layer>.kv_c`` ``[tokens, kv_lora_rank]`` and ``<layer>.k_pe``
+``[tokens, rope_dim]`` (the two inputs of ``concat_and_cache_mla``)."""
+
+
+def latent_activations(
+    activations: Mapping[str, torch.Tensor], layer: str, path: Path | None
+) -> tuple[torch.Tensor, int] | None:
+    """An MLA layer's cache rows ``[tokens, kv_lora_rank + rope_dim]`` and its kv_lora_rank from
+    ``<layer>.kv_c`` / ``<layer>.k_pe``; None when the file holds neither. Raises InputError when
+    it holds one without the other, or two that do not make rows."""
+    kv_c = activations.get(f"{layer}.kv_c")
+    k_pe = activations.get(f"{layer}.k_pe")
+    if kv_c is None and k_pe is None:
+        return None
+    where = path or "activations"
+    if kv_c is None or k_pe is None:
+        have, lack = ("kv_c", "k_pe") if k_pe is None else ("k_pe", "kv_c")
+        raise InputError(
+            where, f"holds {layer}.{have} but no {layer}.{lack}: an MLA row needs both halves"
+        )
+    for kind, t in (("kv_c", kv_c), ("k_pe", k_pe)):
+        if t.dim() != 2 or t.shape[1] < 1 or t.dtype not in _ACTIVATION_DTYPES:
+            raise InputError(
+                where,
+                f"{layer}.{kind} must be [tokens, width] in bf16/fp16/fp32, got "
+                f"{list(t.shape)} {t.dtype}",
+            )
+    if kv_c.shape[0] != k_pe.shape[0] or kv_c.dtype != k_pe.dtype:
+        raise InputError(
+            where,
+            f"{layer}.kv_c is {list(kv_c.shape)} {kv_c.dtype} but {layer}.k_pe is "
+            f"{list(k_pe.shape)} {k_pe.dtype}: the halves of one row share tokens and dtype",
+        )
+    return torch.cat([kv_c, k_pe], dim=1), int(kv_c.shape[1])
+
+
+_ACTIVATION_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def run_latent_layer(
+    layer: LayerScales,
+    rows: torch.Tensor,
+    data: str,
+    kv_lora_rank: int,
+    kv_name: str,
+    fmt: FP8Format,
+    device: torch.device,
+    kernel: Callable[..., None] | None,
+    generator: torch.Generator,
+) -> KindStats:
+    """Write one MLA layer's cache rows ``[tokens, kv_lora_rank + rope_dim]`` (``[kv_c | k_pe]``)
+    through vLLM 0.33.0's ``concat_and_cache_mla`` with the layer's k scale and the
+    ``skip_scale`` vLLM passes (``MLAAttention.update_kv_cache``), into a poisoned cache at
+    shuffled slots with padding entries, and measure the row: the latent has no V of its own and
+    its v scale is never read, so one ``KindStats`` describes the layer.
+
+    ``kernel`` (kvscale's Triton ``concat_and_cache_mla``, on the GPU) is compared byte for byte
+    with the reference, padding rows included."""
+    tokens, width = rows.shape
+    if len(layer.k_device) != 1:
+        raise InputError(
+            "scales",
+            f"{layer.name} is an MLA layer (one latent row, one k scale), but holds "
+            f"{len(layer.k_device)} per-head k scales",
+        )
+    k_scale = scale_tensor(layer.k_device, 1)
+    skip_scale = vllm_mla_skip_scale(kv_name, layer.k_device[0])
+    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
+    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
+    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
+    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
+    kv_c, k_pe = rows[:, :kv_lora_rank], rows[:, kv_lora_rank:]
+    ref_cache = torch.full((num_blocks, BLOCK_SIZE, width), POISON_BYTE, dtype=torch.uint8)
+    reference_concat_and_cache_mla(
+        kv_c, k_pe, ref_cache, slot_mapping, kv_name, k_scale, skip_scale
+    )
+    mismatched: int | None = None
+    if kernel is not None:
+        dev_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
+        kernel(
+            kv_c.to(device), k_pe.to(device), dev_cache, slot_mapping.to(device), kv_name,
+            k_scale.to(device), skip_scale,
+        )  # fmt: skip
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        mismatched = int((dev_cache.cpu() != ref_cache).sum())
+    live = slot_mapping >= 0
+    blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
+    offsets = slot_mapping[live] - blocks * BLOCK_SIZE
+    stored = ref_cache[blocks, offsets]
+    return kind_stats(rows[live], stored, k_scale, kv_name, fmt, layer.k_host, mismatched, data)
 
 
 def scale_tensor(values: tuple[float, ...], heads: int) -> torch.Tensor:

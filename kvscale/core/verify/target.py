@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kvscale.scales_file as scales_file
+from kvscale.engine.base import LayerCache
 from kvscale.engine.options import EngineOptions
+from kvscale.engine.registry import ENGINES, get_engine
 from kvscale.errors import (
     InputError,
     UsageError,
@@ -37,6 +39,8 @@ class LayerScales:
     prob_scale: tuple[float, ...] = ()
     disagreements: tuple[str, ...] = ()
     """Host/device differences found when the target was read (scales outputs)."""
+    cache: LayerCache | None = None
+    """The layer's KV cache as the engine gives it (its dtype after skip rules, the format)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,11 @@ def load_target(
             continue
         k = layer.k_scale if isinstance(layer.k_scale, tuple) else (layer.k_scale,)
         v = layer.v_scale if isinstance(layer.v_scale, tuple) else (layer.v_scale,)
-        layers.append(LayerScales(layer.name, max_nan(k), max_nan(v), k, v, layer.rule.value))
+        layers.append(
+            LayerScales(
+                layer.name, max_nan(k), max_nan(v), k, v, layer.rule.value, cache=layer.cache
+            )
+        )
     return Target(
         path=str(path),
         kind="checkpoint",
@@ -115,6 +123,18 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
             f"{options.engine.value} cannot change them",
             hint="normalize again with that --engine, or drop the option",
         )
+    # Every layer of a scales output holds the dtype it was written for (skipped layers are not
+    # recorded in it: normalize resolves them, and verify of the checkpoint shows them).
+    written_by = (scales.settings.engine or {}).get("name")
+    rules = get_engine(written_by) if written_by in {e.value for e in ENGINES} else options.rules
+    try:
+        fmt = rules.cache_format(scales.kv_cache_dtype, scales.platform)
+    except KeyError:
+        raise InputError(
+            scales.path or path,
+            f"kv_cache_dtype {scales.kv_cache_dtype!r} is not one of {rules.name}'s dtypes",
+        ) from None
+    cache = LayerCache(scales.kv_cache_dtype, fmt)
     layers: list[LayerScales] = []
     for entry in scales.layers:
         if entry.skipped:
@@ -152,6 +172,7 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
                 flat("q_scale"),
                 flat("prob_scale"),
                 tuple(disagreements.get(entry.name, ())),
+                cache,
             )
         )
     known = {entry.name for entry in scales.layers}

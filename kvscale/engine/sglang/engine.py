@@ -49,6 +49,7 @@ from kvscale.engine.sglang import (
 from kvscale.errors import UsageError
 from kvscale.layers import is_kv_cache_layer
 from kvscale.model_config import ModelShape, RawQuantConfig
+from kvscale.nvfp4_conventions import EngineGlobalScale
 from kvscale.problems import Problem, problem
 
 _TARGET = re.compile(r"^(?P<layer>.+\.attn)\.(?P<kind>[kv]_scale)$")
@@ -164,6 +165,10 @@ _KIND_OF_TAIL = {
 }
 
 
+_SM100_FAMILY = frozenset(["sm100", "sm103"])
+"""``is_sm100()`` in SGLang 0.5.23 (srt/utils/common.py): device capability major 10."""
+
+
 @dataclass(frozen=True)
 class _Loader:
     """The ``load_weights`` SGLang runs for this checkpoint."""
@@ -265,6 +270,22 @@ class SglangEngine(Engine):
             gpu_arch=options.gpu_arch,
         )
         return settings, how
+
+    def nvfp4_global_scales(
+        self, value: float, gpu_arch: str | None
+    ) -> tuple[EngineGlobalScale, ...]:
+        """``NVFP4KVCacheMethod.load_scales_from_model``
+        (srt/layers/quantization/fp4_kv_cache_quant_method.py): ``float(k_scale) * 6`` when
+        ``is_sm100()`` (capability major 10: SM100, SM103) and the value is not 1.0; unchanged
+        elsewhere (SM90, SM110, SM120, SM121: executed in the parity oracle's facts)."""
+        scaled = EngineGlobalScale("sm100/sm103", value * 6.0, "x6")
+        if value == 1.0:
+            return (EngineGlobalScale(gpu_arch or "all", value, "unchanged"),)
+        if gpu_arch in _SM100_FAMILY:
+            return (dataclasses.replace(scaled, gpus=gpu_arch),)
+        if gpu_arch is not None:
+            return (EngineGlobalScale(gpu_arch, value, "unchanged"),)
+        return (scaled, EngineGlobalScale("other GPUs", value, "unchanged"))
 
     def cache_format(
         self, kv_cache_dtype: str, platform: str, *, latent: bool = False

@@ -1,6 +1,9 @@
 """vLLM 0.33.0: how it reads KV-cache scales from a checkpoint.
 
 * ``quant_config``: quant method detection, ``auto`` KV-cache dtype, model dtype, refusals;
+* ``kv_cache_dtypes``: the ``--kv-cache-dtype`` values and the cache format each stores;
+* ``skip_layers``: ``--kv-cache-dtype-skip-layers``, boundary layers, sliding windows;
+* ``backends``: which attention backend runs which dtype (GPU, head size, MLA);
 * ``names``: the cache-scale name mapper;
 * ``architectures``: per-architecture loader facts (stacked renames, custom loaders, prefixes);
 * ``arch_classes`` (generated) and ``loaders``: every registered architecture's KV-scale

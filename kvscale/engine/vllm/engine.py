@@ -11,7 +11,7 @@ from dataclasses import replace as dataclass_replace
 from functools import cache
 from typing import Any
 
-from kvscale.cache_formats import CacheFormat
+from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import (
     attention_prefix,
     convention_of,
@@ -37,8 +37,8 @@ from kvscale.engine.base import (
 )
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
+from kvscale.engine.vllm import backends, mla, names, placement, quant_config, rules, skip_layers
 from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
-from kvscale.engine.vllm import mla, names, placement, quant_config, rules
 from kvscale.engine.vllm.architectures import (
     CHECKPOINT_PREFIX_RENAMES,
     NOT_AUTO_LOADED,
@@ -69,8 +69,7 @@ class VllmEngine(Engine):
     name = EngineName.VLLM.value
     version = ENGINES[EngineName.VLLM].release
     kv_cache_dtypes = kv_dtypes.KV_CACHE_DTYPES
-    attention_backends = ("flash_attn", "triton_attn", "flashinfer", *mla.ATTENTION_BACKENDS)
-    mla_attention_backends = mla.ATTENTION_BACKENDS
+    attention_backends = tuple(name.lower() for name in backends.BACKENDS)
 
     def quant_config(self, raw: RawQuantConfig | None) -> QuantConfig:
         return quant_config.parse_quant_config(raw)
@@ -93,22 +92,27 @@ class VllmEngine(Engine):
             model_dtype=model_dtype,
             num_heads=shape.num_attention_heads,
             num_kv_heads=shape.kv_heads,
+            head_size=shape.latent_width or shape.head_size,
             ct_strategy=quant.ct_strategy,
             ct_has_config_groups=quant.ct_has_config_groups,
-            refusal=quant.refusal or quant_config.kv_dtype_refusal(kv_dtype, quant),
-            uses_kv_scales=kv_dtypes.is_quantized_kv_cache(kv_dtype)
-            and not kv_dtypes.uses_per_token_head_scales(kv_dtype),
+            # The engine config is validated (the float KV cache against the model dtype)
+            # before the quantization config is built.
+            refusal=quant_config.float_kv_cache_refusal(
+                options.requested_kv_cache_dtype, model_dtype
+            )
+            or quant.refusal,
+            dtype_refusals=quant_config.layer_dtype_refusals(quant),
+            uses_kv_scales=kv_dtypes.cache_format(
+                kv_dtype, options.platform_name
+            ).scale_use.reads_checkpoint,
             # BaseKVCacheMethod builds its parameters under the model dtype; the
             # compressed-tensors path holds float32 ones.
             scale_dtype=model_dtype if quant.engine_path is EnginePath.BASE else "float32",
             attention_backend=options.attention_backend,
-            # EngineArgs.create_engine_config: the user's entries, with the boundary layers of
-            # TurboQuant/UltraQuant added, sorted as strings (the CacheConfig hash factor).
-            skip_layers=tuple(
-                sorted(
-                    set(options.kv_cache_dtype_skip_layers or ())
-                    | set(kv_dtypes.boundary_skip_layers(kv_dtype, shape))
-                )
+            # resolve_kv_cache_dtype_string's result decides the boundary layers (the
+            # compressed-tensors promotion of auto to fp8, later, adds none).
+            skip_layers=skip_layers.effective_skip_layers(
+                options.kv_cache_dtype_skip_layers or (), kv_dtype, shape
             ),
             gpu_arch=options.gpu_arch,
         )
@@ -116,6 +120,8 @@ class VllmEngine(Engine):
         return mla.apply_to_settings(settings, quant, shape, options), how
 
     supports_skip_layers = True
+    # CudaPlatform.get_valid_backends (platforms/cuda.py) lists FLASH_ATTN first for MHA.
+    default_attention_backend = "flash_attn"
 
     def cache_format(
         self, kv_cache_dtype: str, platform: str, *, latent: bool = False
@@ -130,31 +136,14 @@ class VllmEngine(Engine):
         gpu_arch: str | None,
         latent: bool,
     ) -> tuple[str, ...] | None:
-        if latent:
-            return None  # MLA backends: kvscale/engine/vllm MLA rules
-        backends = kv_dtypes.BACKENDS.get(kv_cache_dtype, ())
-        if kv_cache_dtype == "nvfp4_4over6" and gpu_arch not in (None, "sm100", "sm103"):
-            return ()  # the 4-over-6 search exists in the SM100 writer only
-        if (
-            kv_cache_dtype.startswith("nvfp4")
-            and head_size == 64
-            and gpu_arch
-            not in (
-                "sm100",
-                "sm103",
-            )
-        ):
-            return ()  # FlashInfer's SM80/90/120 NVFP4 path refuses head size 64
-        return backends
+        names = backends.backends_for(
+            kv_cache_dtype, mla=latent, head_size=head_size, gpu_arch=gpu_arch
+        )
+        return tuple(name.lower() for name in names)
 
     def per_head_backends(self, kv_cache_dtype: str) -> tuple[str, ...]:
-        if kv_dtypes.cache_format(kv_cache_dtype, "ocp").fp8 is None:
-            return ()
-        return tuple(
-            b
-            for b in kv_dtypes.PER_HEAD_BACKENDS
-            if b in kv_dtypes.BACKENDS.get(kv_cache_dtype, ())
-        )
+        runs = self.backends_for(kv_cache_dtype, head_size=None, gpu_arch=None, latent=False)
+        return tuple(b for b in backends.PER_HEAD_BACKENDS if runs and b in runs)
 
     def serve_command(
         self,
@@ -175,30 +164,18 @@ class VllmEngine(Engine):
         return tuple(out)
 
     def layer_cache(self, name: str, settings: EngineSettings, shape: ModelShape) -> LayerCache:
-        """``Attention.__init__`` (layers/attention/attention.py): a layer whose index string, or
-        whose sliding window with the ``sliding_window`` entry, is in the skip list gets ``auto``;
-        ``MLAAttention.__init__`` (layers/attention/mla_attention.py) honours indices only."""
+        """``Attention.__init__`` (layers/attention/attention.py) and ``MLAAttention.__init__``
+        (layers/attention/mla_attention.py): the skip list turns a layer's dtype into ``auto``
+        (``kvscale.engine.vllm.skip_layers``); a sparse MLA backend then canonicalises the
+        dtype (``backends.sparse_mla_kv_cache_dtype``)."""
         latent = mla.is_latent(shape)
-        index = layer_index(name)
-        skipped_by = None
-        if index is not None and str(index) in settings.skip_layers:
-            boundary = kv_dtypes.boundary_skip_layers(settings.kv_cache_dtype, shape)
-            skipped_by = (
-                f"{settings.kv_cache_dtype} keeps boundary layer {index} unquantized"
-                if str(index) in boundary
-                else f"--kv-cache-dtype-skip-layers {index}"
-            )
-        elif (
-            not latent
-            and "sliding_window" in settings.skip_layers
-            and index is not None
-            and shape.layer_has_sliding_window(index)
-        ):
-            skipped_by = "--kv-cache-dtype-skip-layers sliding_window"
-        dtype = "auto" if skipped_by else settings.kv_cache_dtype
-        return LayerCache(
-            dtype, kv_dtypes.cache_format(dtype, settings.platform), latent, skipped_by
+        why = skip_layers.skipped_by(
+            layer_index(name), settings.skip_layers, settings.kv_cache_dtype, shape, latent=latent
         )
+        dtype = "auto" if why else settings.kv_cache_dtype
+        if latent:
+            dtype = backends.sparse_mla_kv_cache_dtype(settings.attention_backend, dtype)
+        return LayerCache(dtype, kv_dtypes.cache_format(dtype, settings.platform), latent, why)
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
         """The forward-context name: the module path vLLM's own mappers give the checkpoint's
@@ -350,7 +327,8 @@ class VllmEngine(Engine):
     def engine_problems(
         self, layers: Sequence[ResolvedLayer], settings: EngineSettings, quant: QuantConfig
     ) -> list[Problem]:
-        out = _backend_problems(layers, settings)
+        out = _backend_dtype_problems(layers, settings)
+        out.extend(_backend_problems(layers, settings))
         out.extend(mla.backend_problems(layers, settings))
         # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
         # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
@@ -613,6 +591,76 @@ def _drop_reason(where: placement.Placement, model: placement.Model) -> str:
 def _owner(model: placement.Model) -> str:
     loader = model.facts.model or model.facts.top
     return loader.owner if loader is not None else model.arch
+
+
+def _backend_dtype_problems(
+    layers: Sequence[ResolvedLayer], settings: EngineSettings
+) -> list[Problem]:
+    """Layers no attention backend runs (``kvscale.engine.vllm.backends``): the one chosen with
+    --attention-backend refuses their dtype here (vLLM: "Selected backend ... is not valid for
+    this configuration"), or none of the engine's does ("No valid attention backend found")."""
+    by_dtype: dict[tuple[str, bool], list[str]] = {}
+    for layer in layers:
+        if layer.cache is not None and layer.error is None:
+            key = (layer.cache.kv_cache_dtype, layer.cache.latent)
+            by_dtype.setdefault(key, []).append(layer.name)
+    chosen = backends.lookup(settings.attention_backend) if settings.attention_backend else None
+    gpu = f" on {settings.gpu_arch}" if settings.gpu_arch else ""
+    out: list[Problem] = []
+    for (dtype, latent), members in by_dtype.items():
+        count = f"{len(members)} of {len(layers)} layers"
+        if chosen is not None:
+            why = backends.reasons(
+                chosen, dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+            )
+            if why:
+                out.append(
+                    problem(
+                        "backend-unsupported-dtype",
+                        f"--attention-backend {chosen.name} cannot run {count} "
+                        f"(kv-cache dtype {dtype}{gpu}): vLLM refuses to start, 'Selected backend "
+                        f"AttentionBackendEnum.{chosen.name} is not valid for this "
+                        f"configuration. Reason: {why}'; backends that run it: "
+                        + _backend_names(dtype, latent, settings),
+                        layers=tuple(members),
+                    )
+                )
+            continue
+        if backends.backends_for(
+            dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+        ):
+            continue
+        kind = "an MLA" if latent else "a non-MLA"
+        if kv_dtypes.cache_format(dtype, settings.platform).scale_use is ScaleUse.OUT_OF_TREE:
+            out.append(
+                problem(
+                    "no-in-tree-backend",
+                    f"no attention backend of vLLM 0.33.0 runs kv-cache dtype {dtype} ({count}): "
+                    "it needs a platform plugin (Intel Gaudi's vllm-gaudi for fp8_inc); the "
+                    "scales shown are what vLLM's own loading leaves, whatever the plugin's "
+                    "write does with them",
+                    layers=tuple(members),
+                )
+            )
+            continue
+        head = f" with head size {settings.head_size}" if settings.head_size else ""
+        out.append(
+            problem(
+                "backend-unsupported-dtype",
+                f"no attention backend of vLLM 0.33.0 runs kv-cache dtype {dtype} on {kind} "
+                f"model{head}{gpu} ({count}): the engine fails in backend selection ('No valid "
+                "attention backend found')",
+                layers=tuple(members),
+            )
+        )
+    return out
+
+
+def _backend_names(dtype: str, latent: bool, settings: EngineSettings) -> str:
+    found = backends.backends_for(
+        dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+    )
+    return ", ".join(name.lower() for name in found) or "none"
 
 
 def _backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:

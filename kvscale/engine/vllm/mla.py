@@ -15,9 +15,8 @@ from dataclasses import dataclass, replace
 
 from kvscale.engine.base import EngineSettings, QuantConfig, ResolvedLayer, Rule
 from kvscale.engine.options import EngineOptions
+from kvscale.engine.vllm import backends, placement
 from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
-from kvscale.engine.vllm import placement
-from kvscale.engine.vllm.quant_config import kv_dtype_refusal
 from kvscale.model_config import ModelShape
 from kvscale.problems import Problem, problem
 
@@ -83,7 +82,7 @@ def model_kv_cache_dtype(
         backend = (options.attention_backend or "").upper() or default_sparse_backend(
             dtype, options.gpu_arch, options.platform_name
         )
-        dtype = canonical_sparse_dtype(backend, dtype)
+        dtype = backends.sparse_mla_kv_cache_dtype(backend, dtype)
     return dtype
 
 
@@ -102,36 +101,26 @@ def default_sparse_backend(kv_cache_dtype: str, gpu_arch: str | None, platform: 
     return "FLASHMLA_SPARSE" if quantized else "FLASH_ATTN_MLA_SPARSE"
 
 
-def canonical_sparse_dtype(backend: str, kv_cache_dtype: str) -> str:
-    """``_canonicalize_sparse_mla_kv_cache_dtype`` (layers/attention/mla_attention.py)."""
-    if backend == "FLASHMLA_SPARSE" and kv_dtypes.is_quantized_kv_cache(kv_cache_dtype):
-        return kv_cache_dtype if kv_cache_dtype == "nvfp4_ds_mla" else "fp8_ds_mla"
-    if backend == "FLASHINFER_MLA_SPARSE_SM120" and kv_cache_dtype in ("auto", "fp8", "fp8_e4m3"):
-        return "fp8_ds_mla"
-    return kv_cache_dtype
-
-
 def apply_to_settings(
     settings: EngineSettings, quant: QuantConfig, shape: ModelShape, options: EngineOptions
 ) -> EngineSettings:
-    """The model-level settings of an MLA model (identity for others): its layers' dtype
-    (``model_kv_cache_dtype``), and the ``fp8_e5m2`` refusal only where the MLA layer has a
-    KV method (``_init_kv_cache_quant`` raises from the quant method's check; compressed-
-    tensors gives ``MLAAttention`` none)."""
+    """The model-level settings of an MLA model: its layers' dtype
+    (``model_kv_cache_dtype``), the latent row as the head size, and the ``fp8_e5m2`` refusal
+    only where the MLA layer has a KV method (``_init_kv_cache_quant`` raises from the quant
+    method's check; compressed-tensors gives ``MLAAttention`` none). A model that is not latent
+    keeps its settings (MiniCPM3 caches per-head K/V of ``head_dim``)."""
     if not is_latent(shape):
+        if shape.latent_width is not None and settings.head_size == shape.latent_width:
+            return replace(settings, head_size=shape.head_size)
         return settings
     dtype = model_kv_cache_dtype(options.requested_kv_cache_dtype, quant, shape, options)
     model = placement.model_of(quant, shape)
     has_method = bool(model is not None and model.params)
-    refusal = settings.refusal
-    if not has_method and refusal == kv_dtype_refusal(settings.kv_cache_dtype, quant):
-        refusal = None  # the check belongs to the KV method the MLA layer does not get
-    if refusal is None and has_method:
-        refusal = kv_dtype_refusal(dtype, quant)
     return replace(
         settings,
         kv_cache_dtype=dtype,
-        refusal=refusal,
+        head_size=shape.latent_width,
+        dtype_refusals=settings.dtype_refusals if has_method else {},
         uses_kv_scales=kv_dtypes.cache_format(dtype, settings.platform).scale_use.reads_checkpoint,
     )
 
@@ -141,14 +130,13 @@ def apply_to_settings(
 
 @dataclass(frozen=True)
 class MlaBackend:
-    """One MLA attention backend (``--attention-backend`` name) and its use of the scales."""
+    """An MLA attention backend (``--attention-backend`` name) that does not apply the k scale
+    consistently to what the latent write divided by it."""
 
     name: str
     reads: str
-    """``k``: divides/multiplies by ``_k_scale`` (and ``_q_scale``) consistently;
-    ``refuses``: raises on a k or q scale other than 1.0; ``k_pe_unscaled``: reads the latent
-    with k but the RoPE part with 1.0; ``in_cache``: a DeepSeek cache format with its own
-    scales; ``no_fp8``: runs no quantized cache."""
+    """``refuses``: raises on a k or q scale other than 1.0; ``k_pe_unscaled``: reads the
+    latent with k but its RoPE part with 1.0."""
     where: str
     """The vLLM 0.33.0 code that decides it."""
 
@@ -156,40 +144,6 @@ class MlaBackend:
 MLA_BACKENDS: dict[str, MlaBackend] = {
     b.name: b
     for b in (
-        MlaBackend("FLASHMLA", "k", "v1/attention/backends/mla/flashmla.py: descale_q/descale_k"),
-        MlaBackend(
-            "TRITON_MLA", "k", "v1/attention/backends/mla/triton_mla.py: k_scale=v_scale=_k_scale"
-        ),
-        MlaBackend(
-            "FLASHINFER_MLA",
-            "k",
-            "v1/attention/backends/mla/flashinfer_mla.py: bmm1 *= q*k, bmm2 *= k",
-        ),
-        MlaBackend(
-            "FLASHINFER_MLA_SPARSE",
-            "k",
-            "v1/attention/backends/mla/flashinfer_mla_sparse.py: bmm1 *= q*k, bmm2 *= k",
-        ),
-        MlaBackend(
-            "TOKENSPEED_MLA",
-            "k",
-            "v1/attention/backends/mla/tokenspeed_mla.py: softmax scale *= q*k, output *= k",
-        ),
-        MlaBackend(
-            "ROCM_AITER_MLA",
-            "k",
-            "v1/attention/backends/mla/rocm_aiter_mla.py: q_scale=_q_scale, kv_scale=_k_scale",
-        ),
-        MlaBackend(
-            "ROCM_AITER_TRITON_MLA",
-            "k",
-            "v1/attention/backends/mla/aiter_triton_mla.py (ROCM_AITER_MLA's decode)",
-        ),
-        MlaBackend(
-            "ROCM_AITER_MLA_SPARSE",
-            "k",
-            "v1/attention/backends/mla/rocm_aiter_mla_sparse.py",
-        ),
         MlaBackend(
             "CUTLASS_MLA",
             "refuses",
@@ -202,42 +156,14 @@ MLA_BACKENDS: dict[str, MlaBackend] = {
             "v1/attention/backends/mla/flashinfer_mla_sparse_sm90.py: ckv_scale=_k_scale_float, "
             "kpe_scale=1.0",
         ),
-        MlaBackend(
-            "FLASHMLA_SPARSE",
-            "in_cache",
-            "v1/attention/backends/mla/flashmla_sparse.py (fp8_ds_mla / nvfp4_ds_mla)",
-        ),
-        MlaBackend(
-            "FLASHINFER_MLA_SPARSE_SM120",
-            "in_cache",
-            "v1/attention/backends/mla/flashinfer_mla_sparse_sm120.py (fp8_ds_mla)",
-        ),
-        MlaBackend(
-            "FLASH_ATTN_MLA", "no_fp8", "v1/attention/backends/mla/flashattn_mla.py: auto/fp16/bf16"
-        ),
-        MlaBackend(
-            "FLASH_ATTN_MLA_SPARSE",
-            "no_fp8",
-            "v1/attention/backends/mla/flashattn_mla_sparse.py: auto/fp16/bf16",
-        ),
-        MlaBackend(
-            "FLASH_ATTN_MLA_SPARSE_FA4",
-            "no_fp8",
-            "v1/attention/backends/mla/flashattn_mla_sparse.py: auto/bf16",
-        ),
-        MlaBackend(
-            "XPU_MLA_SPARSE",
-            "no_fp8",
-            "v1/attention/backends/mla/xpu_mla_sparse.py: auto/fp16/bf16",
-        ),
     )
 }
-"""The ``AttentionBackendEnum`` MLA members (v1/attention/backends/registry.py) that serve
-the latent caches kvscale models (DeepSeek-V4's own sparse backends are for a model that holds
-no KV-cache scales)."""
-
-ATTENTION_BACKENDS = tuple(name.lower() for name in MLA_BACKENDS)
-"""Their ``--attention-backend`` values (vLLM takes the enum name in any case)."""
+"""The others read ``_k_scale`` (and ``_q_scale``) for the whole row as the write used it:
+FLASHMLA (``descale_q``/``descale_k``), TRITON_MLA (``k_scale=v_scale=_k_scale``),
+FLASHINFER_MLA and FLASHINFER_MLA_SPARSE (``bmm1 *= q*k``, ``bmm2 *= k``), TOKENSPEED_MLA,
+ROCM_AITER_MLA (``kv_scale=_k_scale``); FLASHMLA_SPARSE and FLASHINFER_MLA_SPARSE_SM120 keep
+their own scales in the cache (``fp8_ds_mla``); FLASH_ATTN_MLA(_SPARSE) and XPU_MLA_SPARSE run
+no quantized cache (the backend table refuses the dtype)."""
 
 
 def _names(items: Sequence[str]) -> str:
@@ -249,8 +175,8 @@ def backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) 
     """What the MLA backend chosen with ``--attention-backend`` does with each latent layer's
     scales: CUTLASS_MLA refuses a k or q other than 1.0 (``backend-refuses-scale``);
     FLASHINFER_MLA_SPARSE_SM90 reads the RoPE part unscaled although the write divided it by k
-    (``scales-ignored-by-backend``); a backend without FP8 support cannot run a quantized
-    latent cache (``backend-unsupported-dtype``)."""
+    (``scales-ignored-by-backend``). A backend that runs no such dtype at all is the backend
+    table's refusal (``backends.reasons``: ``backend-unsupported-dtype``)."""
     backend = MLA_BACKENDS.get((settings.attention_backend or "").upper())
     if backend is None:
         return []
@@ -291,17 +217,6 @@ def backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) 
                     layers=tuple(hit),
                 )
             )
-    elif backend.reads == "no_fp8" and latent:
-        names = [lay.name for lay in latent]
-        out.append(
-            problem(
-                "backend-unsupported-dtype",
-                f"--attention-backend {backend.name.lower()} runs no quantized MLA cache "
-                f"(kv-cache dtype {latent[0].cache.kv_cache_dtype if latent[0].cache else ''}, "
-                f"{len(names)} layers): vLLM refuses to start with it ({backend.where})",
-                layers=tuple(names),
-            )
-        )
     return out
 
 

