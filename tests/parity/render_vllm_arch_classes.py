@@ -118,8 +118,6 @@ def _entry(arch: str, e: Mapping[str, Any]) -> str:
     holders = _holders(e)
     if holders:
         args.append(f"holders=frozenset({holders!r})")
-    if any(h["quant_config"] in ("absent", "None") for h in e.get("holders", [])):
-        args.append("holders_without_quant_config=True")
     top = e.get("top_loader", {})
     chain = top.get("load_weights") or []
     if chain:
@@ -155,8 +153,6 @@ def _entry(arch: str, e: Mapping[str, Any]) -> str:
     text = e.get("language_model_class")
     if text:
         args.append(f"language_model={text.split(':')[0]!r}")
-    if "config_hook" in e:
-        args.append("config_hook=True")
     if "executed_by_oracle" in e:
         args.append("executed=True")
     return f"    {arch!r}: ArchClass({', '.join(args)}),\n"

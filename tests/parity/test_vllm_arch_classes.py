@@ -71,7 +71,7 @@ def test_rendered_facts_of_executed_architectures() -> None:
         substr=((".attention.", ".self_attn."),), prefix=(("attention.", "self_attn."),)
     )
     jamba = ARCH_CLASSES["JambaForCausalLM"]
-    assert jamba.holders_without_quant_config and jamba.top is not None
+    assert jamba.kind == "attention-without-quant_config" and jamba.top is not None
     assert not jamba.top.quant_visible and jamba.model is None
     assert ARCH_CLASSES["MistralForCausalLM"].model is not None
     assert ARCH_CLASSES["MistralForCausalLM"].model.owner == "MistralModel"  # type: ignore[union-attr]

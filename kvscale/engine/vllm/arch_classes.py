@@ -86,7 +86,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "Alpamayo2Super": ArchClass(
         kind="llama-like",
@@ -183,7 +182,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/bailing_moe.py:486",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="BailingMoeForCausalLM",
             defined_in="vllm/model_executor/models/bailing_moe.py:563 (BailingMoeForCausalLM.load_weights)",
@@ -220,7 +218,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/bailing_moe.py:568",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="BailingMoeV2ForCausalLM",
             defined_in="vllm/model_executor/models/bailing_moe.py:563 (BailingMoeForCausalLM.load_weights)",
@@ -739,13 +736,11 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             defined_in="vllm/model_executor/models/bert_with_rope.py:675 (JinaRobertaModel.load_weights)",
             auto=False,
         ),
-        config_hook=True,
     ),
     "ColBERTLfm2Model": ArchClass(
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/colbert.py:378",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ColBERTLfm2Model",
             defined_in="vllm/model_executor/models/colbert.py:443 (ColBERTLfm2Model.load_weights)",
@@ -771,7 +766,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/colbert.py:238",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ColBERTModernBertModel",
             defined_in="vllm/model_executor/models/colbert.py:285 (ColBERTModernBertModel.load_weights)",
@@ -795,7 +789,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/colmodernvbert.py:243",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ColModernVBertForRetrieval",
             defined_in="vllm/model_executor/models/colmodernvbert.py:371 (ColModernVBertForRetrieval.load_weights)",
@@ -873,7 +866,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "ColUltraVBertForRetrieval": ArchClass(
         kind="llama-like",
@@ -934,13 +926,12 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         ),
     ),
     "D3ForSequenceClassification": ArchClass(
-        kind="no-kv-holder", resolved="vllm/model_executor/models/d3.py:65", config_hook=True
+        kind="no-kv-holder", resolved="vllm/model_executor/models/d3.py:65"
     ),
     "DFlash2BeamDraftModel": ArchClass(
         kind="attention-without-quant_config",
         resolved="vllm/models/beam/nvidia/dflash2.py:542",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="DFlash2BeamForCausalLM",
             defined_in="vllm/models/beam/nvidia/dflash2.py:619 (DFlash2BeamForCausalLM.load_weights)",
@@ -1259,7 +1250,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="mla",
         resolved="vllm/models/deepseek_v32/nvidia/model.py:432",
         holders=frozenset(["Attention", "MLAAttention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="DeepseekV32ForCausalLM",
             defined_in="vllm/model_executor/models/deepseek_v2.py:1996 (DeepseekV2ForCausalLM.load_weights)",
@@ -1273,14 +1263,12 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             remap=True,
             indexes_params=True,
         ),
-        config_hook=True,
         executed=True,
     ),
     "DeepseekV32MTPModel": ArchClass(
         kind="mla",
         resolved="vllm/models/deepseek_v32/nvidia/mtp.py:274",
         holders=frozenset(["MLAAttention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="DeepseekV32MTP",
             defined_in="vllm/models/deepseek_v32/nvidia/mtp.py:365 (DeepseekV32MTP.load_weights)",
@@ -1335,7 +1323,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "DeepseekV4ForCausalLM": ArchClass(
         kind="no-kv-holder",
@@ -1352,7 +1339,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=False,
             indexes_params=True,
         ),
-        config_hook=True,
     ),
     "DeepseekV4ForConditionalGeneration": ArchClass(
         kind="dynamic",
@@ -1365,7 +1351,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             mapper_unresolved=True,
         ),
         language_model="DeepseekV4ForCausalLM",
-        config_hook=True,
     ),
     "DeepseekVLV2ForCausalLM": ArchClass(
         kind="multimodal-wrapper",
@@ -1404,7 +1389,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             quant_visible=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "DomynEdgeForCausalLM": ArchClass(
         kind="llama-like",
@@ -1446,7 +1430,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="dynamic",
         resolved="vllm/models/dots3_note/nvidia/multimodal.py:65",
         holders=frozenset(["Attention", "MLAAttention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Dots3NoteForCausalLM",
             defined_in="vllm/models/dots3_note/nvidia/multimodal.py:315 (Dots3NoteForCausalLM.load_weights)",
@@ -1468,7 +1451,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="mla",
         resolved="vllm/models/dots3_note/nvidia/mtp.py:157",
         holders=frozenset(["MLAAttention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Dots3NoteMTP",
             defined_in="vllm/models/deepseek_v32/nvidia/mtp.py:365 (DeepseekV32MTP.load_weights)",
@@ -1842,7 +1824,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             quant_visible=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "Emu3ForConditionalGeneration": ArchClass(
         kind="no-kv-holder",
@@ -1934,7 +1915,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "ErnieMTPModel": ArchClass(
         kind="dynamic",
@@ -2158,7 +2138,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             mapper=WeightsMapper(substr=((".A_log", ".A"),)),
         ),
-        config_hook=True,
     ),
     "FireRedASR2ForConditionalGeneration": ArchClass(
         kind="attention-no-quant-visible",
@@ -2438,7 +2417,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Gemma3nForCausalLM": ArchClass(
         kind="llama-like",
@@ -2558,7 +2536,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             quant_visible=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "Gemma4ForConditionalGeneration": ArchClass(
         kind="attention-renamed",
@@ -2581,7 +2558,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Gemma4MTPModel": ArchClass(
         kind="llama-like",
@@ -2624,7 +2600,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "GemmaForCausalLM": ArchClass(
         kind="attention-renamed",
@@ -2793,7 +2768,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             remap=True,
             indexes_params=True,
         ),
-        config_hook=True,
     ),
     "Glm5NextForConditionalGeneration": ArchClass(
         kind="mla",
@@ -2812,7 +2786,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Glm5NextMTPModel": ArchClass(
         kind="mla",
@@ -2853,7 +2826,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="mla",
         resolved="vllm/models/deepseek_v32/nvidia/model.py:432",
         holders=frozenset(["Attention", "MLAAttention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="GlmMoeDsaForCausalLM",
             defined_in="vllm/model_executor/models/deepseek_v2.py:1996 (DeepseekV2ForCausalLM.load_weights)",
@@ -2867,7 +2839,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             remap=True,
             indexes_params=True,
         ),
-        config_hook=True,
         executed=True,
     ),
     "GlmOcrForConditionalGeneration": ArchClass(
@@ -2936,7 +2907,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             defined_in="vllm/model_executor/models/gpt_oss.py:1311 (GptOssModel.load_weights)",
             auto=False,
         ),
-        config_hook=True,
         executed=True,
     ),
     "Granite4VisionForConditionalGeneration": ArchClass(
@@ -3118,7 +3088,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             indexes_params=True,
             mapper=WeightsMapper(prefix=(("model.", ""),)),
         ),
-        config_hook=True,
     ),
     "GteNewForSequenceClassification": ArchClass(
         kind="llama-like",
@@ -3130,7 +3099,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             quant_visible=True,
         ),
-        config_hook=True,
     ),
     "GteNewModel": ArchClass(
         kind="attention-custom-loader",
@@ -3143,7 +3111,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             indexes_params=True,
             mapper=WeightsMapper(prefix=(("model.", ""),)),
         ),
-        config_hook=True,
     ),
     "H2OVLChatModel": ArchClass(
         kind="dynamic",
@@ -3642,7 +3609,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/jamba.py:376",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="JambaForCausalLM",
             defined_in="vllm/model_executor/models/jamba.py:496 (JambaForCausalLM.load_weights)",
@@ -3667,7 +3633,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/jamba.py:501",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="JambaForSequenceClassification",
             defined_in="vllm/model_executor/models/jamba.py:496 (JambaForCausalLM.load_weights)",
@@ -3686,7 +3651,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "JinaEmbeddingsV5Model": ArchClass(
         kind="attention-custom-loader",
@@ -3712,7 +3676,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "JinaForRanking": ArchClass(
         kind="llama-like",
@@ -3740,7 +3703,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "JinaVLForRanking": ArchClass(
         kind="multimodal-wrapper",
@@ -3762,7 +3724,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             ),
         ),
         language_model="Qwen2ForCausalLM",
-        config_hook=True,
     ),
     "K2HorizonForCausalLM": ArchClass(
         kind="llama-like",
@@ -3890,7 +3851,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             ),
         ),
         language_model="KimiLinearForCausalLM",
-        config_hook=True,
     ),
     "KimiK3MTPModel": ArchClass(
         kind="mla-custom",
@@ -3903,7 +3863,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             remap=True,
             indexes_params=True,
         ),
-        config_hook=True,
     ),
     "KimiLinearForCausalLM": ArchClass(
         kind="mla-custom",
@@ -3999,7 +3958,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/lfm2.py:502",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Lfm2BidirectionalModel",
             defined_in="vllm/model_executor/models/lfm2.py:495 (Lfm2Model.load_weights)",
@@ -4020,7 +3978,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/lfm2.py:520",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Lfm2ForCausalLM",
             defined_in="vllm/model_executor/models/lfm2.py:629 (Lfm2ForCausalLM.load_weights)",
@@ -4048,7 +4005,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/lfm2_moe.py:500",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Lfm2MoeForCausalLM",
             defined_in="vllm/model_executor/models/lfm2_moe.py:666 (Lfm2MoeForCausalLM.load_weights)",
@@ -4171,10 +4127,10 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         ),
     ),
     "LlamaBidirectionalForSequenceClassification": ArchClass(
-        kind="no-kv-holder", resolved="vllm/model_executor/models/llama.py:574", config_hook=True
+        kind="no-kv-holder", resolved="vllm/model_executor/models/llama.py:574"
     ),
     "LlamaBidirectionalModel": ArchClass(
-        kind="no-kv-holder", resolved="vllm/model_executor/models/llama.py:582", config_hook=True
+        kind="no-kv-holder", resolved="vllm/model_executor/models/llama.py:582"
     ),
     "LlamaForCausalLM": ArchClass(
         kind="llama-like",
@@ -4275,7 +4231,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "LlamaNemotronVLModel": ArchClass(
         kind="multimodal-wrapper",
@@ -4296,7 +4251,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Llama_Nemotron_Nano_VL": ArchClass(
         kind="multimodal-wrapper",
@@ -4453,7 +4407,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             defined_in="vllm/model_executor/models/longcat_flash_ngram.py:181 (FlashNgramModel.load_weights)",
             auto=False,
         ),
-        config_hook=True,
     ),
     "Mamba2ForCausalLM": ArchClass(
         kind="no-kv-holder",
@@ -4464,7 +4417,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             mapper=WeightsMapper(substr=((".A_log", ".A"),)),
         ),
-        config_hook=True,
     ),
     "MambaForCausalLM": ArchClass(
         kind="no-kv-holder",
@@ -4475,7 +4427,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             mapper=WeightsMapper(substr=((".A_log", ".A"),)),
         ),
-        config_hook=True,
     ),
     "MellumForCausalLM": ArchClass(
         kind="no-kv-holder",
@@ -4829,7 +4780,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             ),
         ),
         language_model="MiniMaxM3SparseForCausalLM",
-        config_hook=True,
     ),
     "Ministral3ForCausalLM": ArchClass(
         kind="llama-like",
@@ -5070,7 +5020,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/modernbert.py:358",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ModernBertForSequenceClassification",
             defined_in="vllm/model_executor/models/modernbert.py:390 (ModernBertForSequenceClassification.load_weights)",
@@ -5095,7 +5044,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/modernbert.py:448",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ModernBertForTokenClassification",
             defined_in="vllm/model_executor/models/modernbert.py:474 (ModernBertForTokenClassification.load_weights)",
@@ -5120,7 +5068,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/modernbert.py:248",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ModernBertModel",
             defined_in="vllm/model_executor/models/modernbert.py:281 (ModernBertModel.load_weights)",
@@ -5139,7 +5086,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/colmodernvbert.py:243",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="ColModernVBertForRetrieval",
             defined_in="vllm/model_executor/models/colmodernvbert.py:371 (ColModernVBertForRetrieval.load_weights)",
@@ -5567,7 +5513,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "NemotronHMTPModel": ArchClass(
         kind="attention-custom-loader",
@@ -5606,7 +5551,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "NemotronH_Nano_Omni_Reasoning_V3": ArchClass(
         kind="attention-custom-loader",
@@ -5627,7 +5571,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             defined_in="vllm/model_executor/models/nano_nemotron_vl.py:1602 (NemotronH_Nano_VL_V2.load_weights)",
             auto=False,
         ),
-        config_hook=True,
     ),
     "NemotronH_Omni_Reasoning_V3": ArchClass(
         kind="attention-custom-loader",
@@ -5670,7 +5613,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             indexes_params=True,
             mapper=WeightsMapper(prefix=(("model.", ""),)),
         ),
-        config_hook=True,
     ),
     "OPTForCausalLM": ArchClass(
         kind="attention-renamed",
@@ -6321,7 +6263,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/plamo3.py:395",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Plamo3ForCausalLM",
             defined_in="vllm/model_executor/models/plamo3.py:455 (Plamo3ForCausalLM.load_weights)",
@@ -6401,7 +6342,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen2ForRewardModel": ArchClass(
         kind="llama-like",
@@ -6428,7 +6368,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen2Model": ArchClass(
         kind="llama-like",
@@ -6947,7 +6886,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen3_5ForConditionalGeneration": ArchClass(
         kind="llama-like",
@@ -6967,7 +6905,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen3_5MTP": ArchClass(
         kind="llama-like",
@@ -7038,7 +6975,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen3_5MoeForConditionalGeneration": ArchClass(
         kind="llama-like",
@@ -7058,7 +6994,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "Qwen3_5MoeMTP": ArchClass(
         kind="llama-like",
@@ -7111,7 +7046,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             auto=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "Qwen4ExpForConditionalGeneration": ArchClass(
         kind="dynamic",
@@ -7124,7 +7058,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
             quant_visible=True,
             mapper_unresolved=True,
         ),
-        config_hook=True,
     ),
     "Qwen4ExpMTP": ArchClass(
         kind="llama-like",
@@ -7169,7 +7102,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 ),
             ),
         ),
-        config_hook=True,
     ),
     "RForConditionalGeneration": ArchClass(
         kind="multimodal-wrapper",
@@ -7343,7 +7275,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/sarvam.py:751",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="SarvamMoEForCausalLM",
             defined_in="vllm/model_executor/models/bailing_moe.py:563 (BailingMoeForCausalLM.load_weights)",
@@ -7493,7 +7424,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/step3_text.py:521",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Step3TextForCausalLM",
             defined_in="vllm/model_executor/models/step3_text.py:569 (Step3TextForCausalLM.load_weights)",
@@ -7570,7 +7500,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="dynamic",
         resolved="vllm/models/step5/nvidia/model.py:2325",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Step5ForCausalLM",
             defined_in="vllm/models/step5/nvidia/model.py:2439 (Step5ForCausalLM.load_weights)",
@@ -7606,7 +7535,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
         kind="attention-without-quant_config",
         resolved="vllm/models/step5/nvidia/mtp.py:267",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Step5MTP",
             defined_in="vllm/models/step5/nvidia/mtp.py:353 (Step5MTP.load_weights)",
@@ -7895,7 +7823,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "VaultGemmaForCausalLM": ArchClass(
         kind="no-kv-holder",
@@ -7964,7 +7891,6 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 )
             ),
         ),
-        config_hook=True,
     ),
     "WhisperForConditionalGeneration": ArchClass(
         kind="attention-renamed",
@@ -8054,13 +7980,11 @@ ARCH_CLASSES: dict[str, ArchClass] = {
                 prefix=(("pooler.", None),),
             ),
         ),
-        config_hook=True,
     ),
     "Zamba2ForCausalLM": ArchClass(
         kind="attention-without-quant_config",
         resolved="vllm/model_executor/models/zamba2.py:833",
         holders=frozenset(["Attention"]),
-        holders_without_quant_config=True,
         top=Loader(
             owner="Zamba2ForCausalLM",
             defined_in="vllm/model_executor/models/zamba2.py:994 (Zamba2ForCausalLM.load_weights)",

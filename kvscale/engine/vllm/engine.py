@@ -431,6 +431,11 @@ def _walked(model: placement.Model) -> bool:
     facts = model.facts
     if facts.kind in _UNWALKED_KINDS:
         return False
+    if facts.kind in _NO_SCALE_KINDS:
+        return True  # no name is walked: nothing holds a scale
+    loaders = [loader for loader in (facts.top, facts.model) if loader is not None]
+    if any(loader.mapper_unresolved for loader in loaders):
+        return False  # a name mapper the evidence could not evaluate: Llama's rules
     if model.mla or facts.kind in _WALKED_KINDS:
         return True
     inner = facts.model

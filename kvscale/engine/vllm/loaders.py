@@ -123,14 +123,10 @@ class ArchClass:
     """KV-scale holders its modules build: ``Attention``, ``MLAAttention``, ``custom-mla``
     (a layer calling ``_init_kv_cache_quant`` that no quant config gives a KV method),
     ``fixed`` (default scales only)."""
-    holders_without_quant_config: bool = False
-    """Some holder is built without ``quant_config``: no KV method, no scale parameters."""
     top: Loader | None = None
     model: Loader | None = None
     """The loader of the ``self.model`` child (None: the top loader places every name)."""
     language_model: str | None = None
     """The text architecture a multimodal wrapper builds, when the source names it."""
-    config_hook: bool = False
-    """``MODELS_CONFIG_MAP`` holds a hook that edits the engine config for it."""
     executed: bool = False
     """The parity oracle ran vLLM's own loaders on it (tests/parity/vllm_arch_expected.json)."""

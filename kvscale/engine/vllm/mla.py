@@ -36,12 +36,6 @@ def is_latent(shape: ModelShape) -> bool:
     return placement.holds_mla(facts, shape) or custom
 
 
-def is_sparse(shape: ModelShape) -> bool:
-    """DeepSeek-V3.2-style sparse attention (an indexer's ``index_topk``): the sparse MLA
-    backends, and their DeepSeek cache formats."""
-    return shape.index_topk is not None and is_latent(shape)
-
-
 # --- the KV-cache dtype of MLA layers ------------------------------------------------------
 
 _SM10X = ("sm100", "sm103")

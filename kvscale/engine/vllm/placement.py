@@ -101,12 +101,13 @@ _MLA_CHILDREN = frozenset(
 projections and ``mla_attn`` (``MultiHeadLatentAttentionWrapper``, holding ``MLAAttention`` as
 its own ``mla_attn``); there is no ``attn`` and no ``k_proj``/``v_proj``."""
 
-_SKIPS_UNKNOWN = frozenset(["BailingMoeV3ForCausalLM.load_weights", "GptOssModel.load_weights"])
-"""Hand-written loaders that skip a name they cannot place: BailingMoeV3's ``load_param``
-returns False for a name not in ``params_dict`` (bailing_moe_v3.py), GptOssModel's
-``_load_weights_other`` ends in ``if name not in params_dict: continue`` (gpt_oss.py). The
-others index ``params_dict[name]`` and raise KeyError (DeepseekV2Model, LongCat's FlashModel,
-MiniCPMModel: executed, tests/parity/vllm_arch_expected.json)."""
+_GUARDED_SKIPS = frozenset(["BailingMoeV3ForCausalLM.load_weights"])
+"""Hand-written loaders the static evidence sees indexing ``params_dict`` that still skip a name
+they cannot place: BailingMoeV3's ``load_param`` returns False for a name not in
+``params_dict`` (bailing_moe_v3.py). A loader that indexes it nowhere visible skips too
+(GptOssModel's ``_load_weights_other`` ends in ``if name not in params_dict: continue``); the
+others raise KeyError (DeepseekV2Model, LongCat's FlashModel, MiniCPMModel): all executed,
+tests/parity/vllm_arch_expected.json."""
 
 _PREFIX = re.compile(
     r"^(?P<p>(?:.*\.)?layers\.\d+\.(?:self_attn|attention|mixer|attn)(?:\.\d+)?)(?=\.)"
@@ -564,7 +565,7 @@ def _hand_written(name: str, loader: Loader, model: Model) -> Placement:
         name = mapped
     params = _param_names(name, model)
     method = loader.defined_in.rsplit("(", 1)[-1].rstrip(")")
-    skips = method in _SKIPS_UNKNOWN
+    skips = not loader.indexes_params or method in _GUARDED_SKIPS
     if loader.remap:
         remapped, warning = _remap(name, params)
         if remapped is None:
