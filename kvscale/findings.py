@@ -354,7 +354,10 @@ def unmapped_problems(
         else:
             what = "loaded" if scheme_extra else "used as KV scales"
             head = f"{len(items)} tensors are not {what} ({_names(tensors)}): {reason}"
-        if fails and scheme_extra:
+        # Renaming helps where another name loads; the engine's reason says so when it knows
+        # the name (or that none exists: scales-not-loaded).
+        renamable = code in _RENAMABLE_CODES and "the name that loads" not in reason
+        if fails and not renamable:
             head += f"; the engine's loader raises on {'it' if len(items) == 1 else 'them'}" + (
                 f", so {len(layers)} layer{'s fail' if len(layers) != 1 else ' fails'} to load"
                 if layers
@@ -378,12 +381,19 @@ def unmapped_problems(
                 head,
                 layers[0] if len(layers) == 1 else None,
                 severity=severities.get(
-                    (code, reason, fails), Severity.ERROR if fails else Severity.WARNING
+                    (code, reason, fails),
+                    Severity.ERROR if fails or code in _ERROR_CODES else Severity.WARNING,
                 ),
                 layers=layers,
             )
         )
     return out
+
+
+_RENAMABLE_CODES = frozenset(["unmapped-scale-name", "dropped-by-architecture"])
+_ERROR_CODES = frozenset(["scales-not-loaded"])
+"""Unplaced tensors that are an error whether or not the loader raises: the layer runs at 1.0
+although the checkpoint was calibrated, and no name would change that."""
 
 
 def model_problems(
@@ -398,6 +408,15 @@ def model_problems(
     """``fp8_name``: the engine's spelling of an FP8 KV-cache dtype, for hints."""
     """Problems of the model as a whole: coverage, declarations, unused or unplaced scales."""
     out: list[Problem] = []
+    # Tensors the loader never places on a layer whose cache reads no checkpoint scale anyway
+    # (a self-scaled format, an unquantized cache): what the cache does says it all.
+    unread = {
+        f"{lay.checkpoint_prefix}.attn"
+        for lay in layers
+        if lay.cache is not None and not lay.cache.scale_use.reads_checkpoint
+    }
+    moot = [u for u in unmapped if u.code in _ERROR_CODES and not u.fails and u.layer in unread]
+    unmapped = [u for u in unmapped if u not in moot]
     kv_kinds = ("k_scale", "v_scale")
     scaled = [layer for layer in layers if any(k in layer.sources for k in kv_kinds)]
     unscaled = [
@@ -405,7 +424,7 @@ def model_problems(
         for layer in layers
         if layer.rule is not Rule.ERROR and not any(k in layer.sources for k in kv_kinds)
     ]
-    any_sources = any(layer.sources for layer in layers)
+    any_sources = any(layer.sources for layer in layers) or bool(moot)
     if scaled and unscaled:
         out.append(
             problem(
@@ -481,7 +500,7 @@ def model_problems(
                         f"quant_method {quant.quant_method} creates no KV-scale parameters"
                         if quant.quant_method
                         else "config.json declares no quantization_config, so the loader "
-                        "cannot place them and refuses the model"
+                        + ("cannot place them and refuses the model" if fails else "drops them")
                     ),
                     severity=Severity.ERROR if fails else Severity.WARNING,
                     layers=tuple(sorted(refused_by, key=layer_sort_key)),

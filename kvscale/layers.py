@@ -20,8 +20,12 @@ _INDEXED = re.compile(r"\.layers\.\d+\.")
 
 
 def is_kv_cache_layer(shape: ModelShape, index: int) -> bool:
-    """Whether layer ``index`` caches K/V: config.json's ``hybrid_override_pattern`` (NemotronH:
-    ``*`` is attention) or ``layer_types`` (linear attention and Mamba layers cache none)."""
+    """Whether layer ``index`` caches K/V: a model-specific pattern
+    (``ModelShape.kv_layer_pattern``: Jamba, BailingMoeV3), config.json's
+    ``hybrid_override_pattern`` (NemotronH: ``*`` is attention) or ``layer_types`` (linear
+    attention and Mamba layers cache none)."""
+    if shape.kv_layer_pattern is not None:
+        return index < len(shape.kv_layer_pattern) and shape.kv_layer_pattern[index]
     if shape.hybrid_override_pattern is not None:
         pattern = shape.hybrid_override_pattern
         return index < len(pattern) and pattern[index] == "*"
@@ -42,6 +46,15 @@ def _template(prefixes: Iterable[str]) -> str:
     return _DEFAULT_TEMPLATE
 
 
+def _layer_modules(template: str, index: int, shape: ModelShape) -> list[str]:
+    """The attention prefixes of decoder layer ``index``: the template's, or one per module
+    when the config says a layer holds several (``ModelShape.attention_modules``)."""
+    if not shape.attention_modules or ".layers.{}." not in template + ".":
+        return [template.format(index)]
+    stack = template.split(".layers.{}", 1)[0] + ".layers.{}"
+    return [f"{stack.format(index)}.{module}" for module in shape.attention_modules]
+
+
 def attention_layers(
     shape: ModelShape, weight_prefixes: set[str], scale_layers: Iterable[str]
 ) -> list[str]:
@@ -52,11 +65,15 @@ def attention_layers(
     layers = {f"{p}.attn" for p in weight_prefixes} | scale_layers
     template = _template(weight_prefixes | {attention_prefix(n) for n in scale_layers})
     n = shape.num_hidden_layers
-    typed = shape.layer_types is not None or shape.hybrid_override_pattern is not None
+    typed = (
+        shape.layer_types is not None
+        or shape.hybrid_override_pattern is not None
+        or shape.kv_layer_pattern is not None
+    )
     if n and (not weight_prefixes or typed):
         for i in range(n):
             if is_kv_cache_layer(shape, i):
-                layers.add(f"{template.format(i)}.attn")
+                layers.update(f"{p}.attn" for p in _layer_modules(template, i, shape))
     if typed:
         layers = {
             name

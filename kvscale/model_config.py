@@ -73,6 +73,23 @@ class ModelShape:
     hf_layer_types: tuple[str, ...] | None = None
     """``layer_types`` as the Hugging Face config class holds them: config.json's, else what
     the class derives from the config's pattern fields (:func:`derived_layer_types`)."""
+    text_model_type: str | None = None
+    """The text model's ``model_type`` (``text_config``'s when there is one: what vLLM's
+    ``hf_text_config`` holds, e.g. ``kimi_k2`` under Kimi-K2.5's ``kimi_k25``)."""
+    text_architectures: tuple[str, ...] = ()
+    """``text_config.architectures``: the text model a multimodal wrapper builds, when named."""
+    qk_nope_head_dim: int | None = None
+    """MLA: the non-RoPE part of each query/key head (0 in both head dims turns DeepSeek's
+    attention into plain MHA)."""
+    index_topk: int | None = None
+    """DeepSeek-V3.2-style sparse attention (DSA): the indexer's top-k; None for dense MLA."""
+    kv_layer_pattern: tuple[bool, ...] | None = None
+    """Which decoder layers cache K/V where config.json encodes it in model-specific fields
+    (Jamba's ``attn_layer_period``/``attn_layer_offset``, BailingMoeV3's KDA groups); None:
+    ``layer_types`` or ``hybrid_override_pattern`` decide."""
+    attention_modules: tuple[str, ...] = ()
+    """The attention modules under one decoder layer when there are several (LongCat-Flash:
+    ``self_attn.0`` and ``self_attn.1``); empty: one, found from the names."""
 
     @property
     def kv_heads(self) -> int | None:
@@ -190,7 +207,58 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         hf_layer_types=layer_types
         if layer_types is not None
         else derived_layer_types(text.get("model_type") or model_type, layers, window, pick),
+        text_model_type=text["model_type"]
+        if isinstance(text.get("model_type"), str)
+        else model_type,
+        text_architectures=_text_architectures(text),
+        qk_nope_head_dim=_opt_int(
+            config if config.get("qk_nope_head_dim") is not None else text,
+            "qk_nope_head_dim",
+            where,
+        ),
+        index_topk=_optional_positive(config, text, "index_topk", where),
+        kv_layer_pattern=_kv_layer_pattern(model_type, pick),
+        attention_modules=_ATTENTION_MODULES.get(model_type or "", ()),
     )
+
+
+def _text_architectures(text: Mapping[str, Any]) -> tuple[str, ...]:
+    archs = text.get("architectures")
+    if isinstance(archs, list) and all(isinstance(a, str) for a in archs):
+        return tuple(archs)
+    return ()
+
+
+_ATTENTION_MODULES = {
+    # LongcatFlashDecoderLayer builds `self_attn` as a ModuleList of two MLA attentions
+    # (vLLM model_executor/models/longcat_flash.py; transformers' LongcatFlash the same).
+    "longcat_flash": ("self_attn.0", "self_attn.1"),
+}
+
+
+def _kv_layer_pattern(model_type: str | None, pick: Any) -> tuple[bool, ...] | None:
+    """Decoder layers that cache K/V, for the hybrids whose config encodes them in its own
+    fields rather than ``layer_types``."""
+    n = pick("num_hidden_layers")
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= MAX_LAYERS.value():
+        return None
+    if model_type == "jamba":
+        # JambaConfig.layers_block_type (transformers) = vLLM's JambaModel layer choice:
+        # attention where i % attn_layer_period == attn_layer_offset, Mamba elsewhere.
+        period, offset = pick("attn_layer_period"), pick("attn_layer_offset")
+        if not (isinstance(period, int) and isinstance(offset, int) and period > 0):
+            return None
+        return tuple(i % period == offset for i in range(n))
+    if model_type == "bailing_hybrid":
+        # BailingMoeV3 _is_kda_layer (vLLM model_executor/models/bailing_moe_v3.py): every
+        # layer_group_size-th layer, and the layers past the last whole group, are MLA; the
+        # others are Kimi delta attention (a recurrent state, no KV cache).
+        group = pick("layer_group_size")
+        if not isinstance(group, int) or isinstance(group, bool) or group <= 0:
+            return None
+        whole = n // group * group
+        return tuple((i + 1) % group == 0 or i >= whole for i in range(n))
+    return None
 
 
 def _optional_positive(

@@ -165,9 +165,11 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "remap can match it, and only ModelOpt configs create scale parameters on MLA layers; "
         "SGLang models that build their attention without quant_config have no KV method "
         "(Qwen3, Llama-4, gpt-oss, ...), some of its loaders drop the names, and its NVFP4 "
-        "cache finds no scale on attention modules outside its search (NemotronH's mixer). A "
-        "warning where kvscale cannot tell whether the architecture gives its attention a KV "
-        "method.",
+        "cache finds no scale on attention modules outside its search (NemotronH's mixer); "
+        "architectures that build attention without a quant config (vLLM's Jamba, LFM2) or "
+        "whose loader knows no scale name (LongCat-Flash, Sarvam-MLA) refuse the names, so "
+        "the model does not load. A warning where kvscale cannot tell whether the "
+        "architecture gives its attention a KV method.",
         "No checkpoint name reaches the layer under this engine (kvscale normalize says so): "
         "measure what 1.0 costs with kvscale verify --data, serve with an engine that loads "
         "the scales (kvscale inspect --engine sglang), or --allow scales-not-loaded.",
@@ -472,6 +474,17 @@ CATALOGUE: dict[str, ProblemCode] = _codes(
         "normalize: no checkpoint name maps back to this layer's scale under the checkpoint's "
         "quant method, so it cannot be written explicitly.",
         "Pass --unsafe-write-unfixed to write the layer as it is.",
+    ),
+    ProblemCode(
+        "no-loadable-name",
+        E,
+        "normalize --checkpoint: the engine's loader takes no checkpoint name for these k/v "
+        "scales in any attention layer of this architecture (vLLM 0.33.0's DeepSeek-family "
+        "loaders drop every k/v name on MLA layers; Jamba and LFM2 refuse them): a normalized "
+        "copy would still run at the default, so kvscale writes none.",
+        "Run without --checkpoint for kv_scales.json (what the engine holds), serve with an "
+        "engine that loads the scales (kvscale inspect --engine sglang), or measure what the "
+        "default costs with kvscale verify --data.",
     ),
     ProblemCode(
         "name-collision",

@@ -42,7 +42,7 @@ import kvscale.scales_file as scales_file
 from kvscale._version import __version__
 from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import NORMALIZED_MARK, Convention
-from kvscale.core.inspect import ScaleReport, resolve_checkpoint
+from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
     EnginePath,
     EngineSettings,
@@ -866,9 +866,12 @@ def _check_copy(plan: CalibrationPlan, sink: list[ResolvedLayer]) -> Callable[[P
 
     def check(staging: Path) -> None:
         options = plan.options.engine
-        if not plan.settings.uses_kv_scales:
-            options = replace(options, kv_cache_dtype=options.rules.fp8_kv_cache_dtype)
         report = resolve_checkpoint(open_checkpoint(staging / scales_file.CHECKPOINT_DIR), options)
+        if not report.settings.uses_kv_scales:
+            # As _target_settings resolved the plan: the scales are for an FP8 cache (vLLM's
+            # MLA layers keep `auto` unquantized even under a kv_cache_scheme).
+            fp8 = replace(options, kv_cache_dtype=options.rules.fp8_kv_cache_dtype)
+            report = resolve_again(report, fp8)
         got = {layer.name: layer for layer in report.layers}
         for layer in plan.layers:
             seen = got.get(layer.name)

@@ -232,7 +232,10 @@ def resolve_checkpoint(
         )
     scale_like_count = len(unmapped) + sum(len(v) for v in by_layer.values())
 
-    layer_names = attention_layers(engine.layer_shape(shape), weight_prefixes, by_layer)
+    # Layers the engine has even where none of their tensors reaches them (MLA models whose
+    # loader drops every scale name; architectures that refuse them).
+    evidenced = {*by_layer, *(u.layer for u in unmapped if u.layer is not None)}
+    layer_names = attention_layers(engine.layer_shape(shape), weight_prefixes, evidenced)
     refusals = engine.unmapped_refusals(layer_names, unmapped)
     inputs = [
         (

@@ -61,6 +61,7 @@ from kvscale.conventions import NORMALIZED_MARK, Convention
 from kvscale.core.inspect import ScaleReport, resolve_again, resolve_checkpoint
 from kvscale.engine.base import (
     KINDS,
+    Engine,
     EnginePath,
     EngineSettings,
     NameContext,
@@ -598,6 +599,9 @@ def plan_normalize(
         )
 
     context = NameContext(report.quant, report.shape, frozenset())
+    unreachable = _unreachable_kinds(engine, ocp_report, context) if write_scales else ()
+    if unreachable:
+        blocking.append(_no_loadable_name(report, unreachable))
     shards = scale_shards(ckpt, values_report.layers)
     plans: list[LayerPlan] = []
     default_layers: list[str] = []
@@ -635,6 +639,8 @@ def plan_normalize(
             if base and layer.rule is Rule.DEFAULT:
                 default_layers.append(layer.name)
             for kind in kinds:
+                if kind in unreachable:
+                    continue  # one problem for the whole model (no-loadable-name)
                 name = engine.checkpoint_name(ocp_layer.checkpoint_prefix, kind, context)
                 if name is None:
                     reasons.append(
@@ -796,6 +802,47 @@ def plan_normalize(
         *copy_jobs,
     )
     return replace(plan, files=jobs, warnings=tuple(warnings), blocking=tuple(blocking))
+
+
+def _unreachable_kinds(
+    engine: Engine, report: ScaleReport, context: NameContext
+) -> tuple[str, ...]:
+    """The scales the copy would write for which the engine's loader takes no checkpoint name
+    in any layer (``Engine.checkpoint_name`` is None wherever the kind is written): vLLM
+    0.33.0's DeepSeek-family loaders drop every k/v/q name, Jamba's refuses them. A copy cannot
+    make the engine load them."""
+    written: dict[str, list[str]] = {}
+    for layer in report.layers:
+        if layer.rule is Rule.ERROR:
+            continue
+        kinds = ["k_scale", "v_scale"]
+        kinds += [k for k in ("q_scale", "prob_scale") if k in layer.used_from_checkpoint]
+        for kind in kinds:
+            written.setdefault(kind, []).append(layer.checkpoint_prefix)
+    return tuple(
+        kind
+        for kind in KINDS
+        if kind in written
+        and all(engine.checkpoint_name(prefix, kind, context) is None for prefix in written[kind])
+    )
+
+
+def _no_loadable_name(report: ScaleReport, kinds: Sequence[str]) -> Problem:
+    engine = report.options.rules
+    arch = next(iter(report.shape.architectures), "this model")
+    names = [layer.name for layer in report.layers]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return _error(
+        "no-loadable-name",
+        f"{engine.name} {engine.version} loads no checkpoint name into {_either(kinds)} of "
+        f"{arch}'s attention layers ({len(names)}: {shown}; inspect reports why: "
+        "scales-not-loaded): a normalized copy would still run them at the engine's default, "
+        "so none is written (--force does not change this)",
+    )
+
+
+def _either(kinds: Sequence[str]) -> str:
+    return ", ".join(kinds[:-1]) + (" or " if len(kinds) > 1 else "") + kinds[-1]
 
 
 def _sglang_param_jobs(

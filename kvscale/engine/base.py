@@ -306,6 +306,12 @@ class UnmappedTensor:
     severity: Severity | None = None
     """The problem's severity where the code's meaning sets it (calibrated scales lost:
     ``scales-not-loaded``); None: an error when the loader raises, else a warning."""
+    error: str | None = None
+    """The engine's own exception when its loader raises on the tensor (vLLM's
+    ``KeyError: '...'`` or ``ValueError: There is no module or parameter named ...``)."""
+    layer: str | None = None
+    """The attention layer (``<checkpoint prefix>.attn``) the tensor belongs to where the
+    engine's model has one there: the layer exists even when nothing reaches it."""
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,7 @@ CHECKS: tuple[Check, ...] = (
             "invalid-scale-value",
             "unsafe-tensor-name",
             "unmappable-name",
+            "no-loadable-name",
             "name-collision",
             "layer-skipped",
             "kept-as-is",

@@ -155,7 +155,7 @@ def test_unmapped_name_only_warns_for_custom_loaders(tmp_path: Path) -> None:
     cfg = config(
         layers=1,
         quant=quant_config("compressed-tensors"),
-        architectures=["BailingMoeV3ForCausalLM"],
+        architectures=["DoryForCausalLM"],
     )
     write_checkpoint(tmp_path, tensors, cfg)
     doc = run_json(tmp_path)

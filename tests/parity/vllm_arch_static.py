@@ -20,8 +20,16 @@ class with vLLM's real loaders; the rest is read from the source, not run):
   cache-scale mapper (ModelOpt / compressed-tensors), with Fp8Config's / QuarkConfig's, with
   no quant config], mapped with vLLM's own WeightsMapper._map_name_with_shard.
 * inner_loaders: `load_weights` of the classes below (they receive the names the top pass
-  produced): `maybe_remap_kv_scale_name` calls, nested `AutoWeightsLoader`, and whether a
-  name that is not a parameter is skipped or indexes `params_dict` (KeyError).
+  produced): `maybe_remap_kv_scale_name` calls, nested `AutoWeightsLoader` (and where it
+  finds a `quant_config`), and whether a name that is not a parameter is skipped or indexes
+  `params_dict` (KeyError).
+* model_child: the class built as `self.model` (through a `_init_model` factory too) and
+  the load_weights it inherits: the module whose loader receives the `model.` names, and
+  whose class name vLLM's AutoWeightsLoader quotes when it refuses one.
+* mapper_rules (top and inner loaders): the model's own WeightsMapper each loader applies
+  (`mapper=` or `self.hf_to_vllm_mapper.apply`), evaluated from the source, as its tables in
+  insertion order (regex, substr, stacked, prefix, suffix); kvscale renders them into
+  kvscale/engine/vllm/arch_classes.py.
 * language_model: multimodal wrappers that build a registered text architecture
   (`init_vllm_registered_model`), with `architectures=` when literal.
 """
@@ -430,6 +438,9 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
     out.update({k: v for k, v in facts.items() if k != "at"})
     if "AutoWeightsLoader" not in facts:
         out["kind"] = "custom (no AutoWeightsLoader at the top level)"
+        rules = _applied_mapper_rules(si, code, lrel, lcls, func)
+        if rules:
+            out["mapper_rules"] = rules
         return out
     out["kind"] = "AutoWeightsLoader"
     out["quant_config_source"] = _quant_config_source(si, rel, cls)
@@ -460,6 +471,9 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
     if vo._mutates_mapper(mro):
         out["mapper_extended_at_runtime"] = vo._mutates_mapper(mro)
     out["mapper_evidence"] = ev.evidence
+    rules = mapper_rules(top)
+    if rules:
+        out["mapper_rules"] = rules
     base_cache = code.base.quant_classes["modelopt"].get_cache_scale_mapper()
     fp8_cache = code.base.quant_classes["fp8"].get_cache_scale_mapper()
     rotary = code.base.AutoWeightsLoader.REMOVE_UNUSED_ROTARY_EMBEDS_MAPPER
@@ -482,6 +496,106 @@ def _top_loader(si: StaticIndex, rel: str, cls: ast.ClassDef, code: Any) -> dict
                 samples[name] = mine
     out["sample_names"] = samples
     return out
+
+
+def mapper_rules(mapper: Any) -> dict[str, list[list[Any]]]:
+    """A model's WeightsMapper as data, each table in its insertion order (the order
+    WeightsMapper._map_name_with_shard applies them: renaming, regex, substr, stacked,
+    prefix, suffix; a None target drops the weight)."""
+    out: dict[str, list[list[Any]]] = {}
+    if mapper.orig_to_new_renaming:
+        out["renaming"] = [[repr(r)] for r in mapper.orig_to_new_renaming]
+    tables = (
+        ("regex", [[p.pattern, v] for p, v in mapper.orig_to_new_regex.items()]),
+        ("substr", [[k, v] for k, v in mapper.orig_to_new_substr.items()]),
+        ("stacked", [[k, v[0]] for k, v in mapper.orig_to_new_stacked.items()]),
+        ("prefix", [[k, v] for k, v in mapper.orig_to_new_prefix.items()]),
+        ("suffix", [[k, v] for k, v in mapper.orig_to_new_suffix.items()]),
+    )
+    for key, rows in tables:
+        if rows:
+            out[key] = rows
+    return out
+
+
+def _applied_mapper_rules(
+    si: StaticIndex, code: Any, rel: str, cls: ast.ClassDef, func: ast.FunctionDef
+) -> dict[str, Any] | None:
+    """The mapper a load_weights applies: the `mapper=` of its AutoWeightsLoader call, or the
+    `self.hf_to_vllm_mapper.apply(...)` of a hand-written loader; None when it applies none
+    (an unevaluable one is reported as such)."""
+    vo = si.vo
+    node: ast.expr | None = None
+    for n in ast.walk(func):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "load_weights":
+                node = next((k.value for k in n.keywords if k.arg == "mapper"), node)
+            elif n.func.attr == "apply" and ast.unparse(n.func.value).endswith("hf_to_vllm_mapper"):
+                node = n.func.value
+    if node is None:
+        return None
+    ev = vo._MapperEval(si.idx, code.base.WeightsMapper)
+    try:
+        mapper = ev.eval(node, rel, cls, vo._function_locals(func))
+    except vo._Unresolved as e:
+        return {"unresolved": f"{ast.unparse(node)}: {e}"}
+    if not isinstance(mapper, code.base.WeightsMapper):
+        return {"unresolved": f"{ast.unparse(node)}: not a WeightsMapper"}
+    rules: dict[str, Any] = dict(mapper_rules(mapper))
+    rules["evidence"] = ev.evidence
+    return rules
+
+
+def _returned_class(si: StaticIndex, rel: str, func: ast.FunctionDef) -> tuple[str, Any] | None:
+    for n in ast.walk(func):
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call):
+            if isinstance(n.value.func, ast.Name):
+                got = si.resolve_class(rel, n.value.func.id)
+                if got is not None:
+                    return got
+    return None
+
+
+def model_child(si: StaticIndex, rel: str, cls: ast.ClassDef, attr: str = "model") -> Any:
+    """The class an architecture builds as `self.<attr>` (the decoder stack whose loader
+    receives the names under `<attr>.`), following a `self._init_model(...)`-style factory
+    or a `self.model_cls(...)` class attribute to its most-derived override; None when not
+    resolvable."""
+    mro = si.mro(rel, cls)
+    for r, c in mro:
+        for fn in (b for b in c.body if isinstance(b, ast.FunctionDef)):
+            for n in ast.walk(fn):
+                if not (
+                    isinstance(n, ast.Assign)
+                    and len(n.targets) == 1
+                    and ast.unparse(n.targets[0]) == f"self.{attr}"
+                    and isinstance(n.value, ast.Call)
+                ):
+                    continue
+                f = n.value.func
+                got = None
+                if isinstance(f, ast.Name):
+                    got = si.resolve_class(r, f.id)
+                elif isinstance(f, ast.Attribute) and ast.unparse(f.value) == "self":
+                    found = si.vo._class_attr(mro, f.attr)
+                    if found is not None and isinstance(found[2], ast.FunctionDef):
+                        got = _returned_class(si, found[0], found[2])
+                    elif (
+                        found is not None
+                        and isinstance(found[2], ast.Assign)
+                        and isinstance(found[2].value, ast.Name)
+                    ):
+                        # a class attribute naming the class (`model_cls = DeepseekV2Model`)
+                        got = si.resolve_class(found[0], found[2].value.id)
+                if got is None:
+                    continue
+                crel, ccls = got
+                out: dict[str, Any] = {"attr": attr, "class": ccls.name, "at": _loc(r, n)}
+                lw = si.vo._class_attr(si.mro(crel, ccls), "load_weights")
+                if lw is not None and isinstance(lw[2], ast.FunctionDef):
+                    out["load_weights"] = f"{_loc(lw[0], lw[2])} ({lw[1].name}.load_weights)"
+                return out
+    return None
 
 
 def classify_registry(oracle: Any) -> dict[str, Any]:
@@ -541,6 +655,9 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
         if reached["registered"]:
             r["language_model"] = reached["registered"]
         r["top_loader"] = _top_loader(si, crel, cls, code)
+        child = model_child(si, crel, cls)
+        if child is not None:
+            r["model_child"] = child
         inner = []
         top_chain = " ".join(r["top_loader"].get("load_weights", []))
         seen_loaders: set[str] = set()
@@ -558,6 +675,11 @@ def classify_registry(oracle: Any) -> dict[str, Any]:
             seen_loaders.add(key)
             facts = _loader_facts(si, lrel, fn)
             facts["class"] = lcls.name
+            rules = _applied_mapper_rules(si, code, lrel, lcls, fn)
+            if rules:
+                facts["mapper_rules"] = rules
+            if "AutoWeightsLoader" in facts:
+                facts["quant_config_source"] = _quant_config_source(si, lrel, lcls)
             inner.append(facts)
         if inner:
             r["inner_loaders"] = sorted(inner, key=lambda x: x["at"])

@@ -6,6 +6,11 @@
 * ``backends``: which attention backend runs which dtype (GPU, head size, MLA);
 * ``names``: the cache-scale name mapper;
 * ``architectures``: per-architecture loader facts (stacked renames, custom loaders, prefixes);
+* ``arch_classes`` (generated) and ``loaders``: every registered architecture's KV-scale
+  holders, loaders and name mappers, as data;
+* ``placement``: where those loaders send a scale tensor (MLA models, hybrids, hand-written
+  loaders), in vLLM's own words where it refuses one;
+* ``mla``: MLA models: latent layers, their KV-cache dtype, what the MLA backends do with k;
 * ``rules``: ``BaseKVCacheMethod`` and ``CompressedTensorsKVCacheMethod`` after loading.
 
 The ``Engine`` itself (``engine.py``) is found through ``kvscale.engine.registry``.

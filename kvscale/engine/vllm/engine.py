@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace as dataclass_replace
 from functools import cache
 from typing import Any
 
 from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.conventions import (
     attention_prefix,
+    convention_of,
     engine_layer_name,
     is_kv_scheme_extra,
     layer_index,
@@ -35,7 +37,7 @@ from kvscale.engine.base import (
 )
 from kvscale.engine.options import EngineOptions
 from kvscale.engine.registry import ENGINES, EngineName
-from kvscale.engine.vllm import backends, names, quant_config, rules, skip_layers
+from kvscale.engine.vllm import backends, mla, names, placement, quant_config, rules, skip_layers
 from kvscale.engine.vllm import kv_cache_dtypes as kv_dtypes
 from kvscale.engine.vllm.architectures import (
     CHECKPOINT_PREFIX_RENAMES,
@@ -114,7 +116,8 @@ class VllmEngine(Engine):
             ),
             gpu_arch=options.gpu_arch,
         )
-        return settings, how
+        # MLA layers build their cache dtype their own way (kvscale.engine.vllm.mla).
+        return mla.apply_to_settings(settings, quant, shape, options), how
 
     supports_skip_layers = True
     # CudaPlatform.get_valid_backends (platforms/cuda.py) lists FLASH_ATTN first for MHA.
@@ -165,7 +168,7 @@ class VllmEngine(Engine):
         (layers/attention/mla_attention.py): the skip list turns a layer's dtype into ``auto``
         (``kvscale.engine.vllm.skip_layers``); a sparse MLA backend then canonicalises the
         dtype (``backends.sparse_mla_kv_cache_dtype``)."""
-        latent = shape.latent_width is not None
+        latent = mla.is_latent(shape)
         why = skip_layers.skipped_by(
             layer_index(name), settings.skip_layers, settings.kv_cache_dtype, shape, latent=latent
         )
@@ -175,9 +178,36 @@ class VllmEngine(Engine):
         return LayerCache(dtype, kv_dtypes.cache_format(dtype, settings.platform), latent, why)
 
     def layer_name(self, prefix: str, shape: ModelShape) -> str:
-        return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
+        """The forward-context name: the module path vLLM's own mappers give the checkpoint's
+        attention block (``placement.engine_prefix``), plus ``.attn``."""
+        found = placement.resolve_architecture(shape)
+        if found is None:
+            return engine_layer_name(prefix, _architecture_facts(shape.architectures)[2])
+        model = placement.model_of(_NO_QUANT, shape)
+        assert model is not None
+        return f"{placement.engine_prefix(prefix, model)}.attn"
 
     def route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        model = placement.model_of(context.quant, context.shape)
+        if model is not None and _walked(model):
+            return _walk(tensor, file, context, model)
+        routed = self._route(tensor, file, context)
+        item = routed.unmapped
+        if model is not None and item is not None:
+            # The layer it belongs to, and a refusal in vLLM's own words (which module raises,
+            # the name it quotes).
+            where = placement.place(tensor, model) if item.fails else None
+            error = where.error if where is not None else None
+            routed = Routed(
+                unmapped=dataclass_replace(
+                    item, error=error or item.error, layer=_layer_evidence(tensor, model)
+                )
+            )
+        return routed
+
+    def _route(self, tensor: str, file: str, context: NameContext) -> Routed:
+        """Llama's rules (and those of every architecture that loads like it): the cache-scale
+        mapper of ``AutoWeightsLoader``, then the attention layer's parameters."""
         quant = context.quant
         stacked_first, auto_loaded, _ = _architecture_facts(context.shape.architectures)
         stacked_first = stacked_first and not context.as_intended
@@ -283,10 +313,11 @@ class VllmEngine(Engine):
         for item in unmapped:
             if not item.fails:
                 continue
-            why = (
-                f"ValueError: There is no module or parameter named '{item.engine_name}' "
-                f"({item.tensor!r}: {item.reason})"
+            raised = (
+                item.error
+                or f"ValueError: There is no module or parameter named '{item.engine_name}'"
             )
+            why = f"{raised} ({item.tensor!r}: {item.reason})"
             match = _LAYER_PREFIX.match(item.tensor)
             owners = by_prefix.get(match.group(1), []) if match else []
             for owner in owners or layer_names:
@@ -300,6 +331,7 @@ class VllmEngine(Engine):
     ) -> list[Problem]:
         out = _backend_dtype_problems(layers, settings)
         out.extend(_backend_problems(layers, settings))
+        out.extend(mla.backend_problems(layers, settings))
         # BaseKVCacheMethod.process_weights_after_loading warns "Using uncalibrated q_scale ...
         # with fp8 attention" when the dtype is exactly "fp8" and q (or prob) stayed 1.0. It
         # warns once per process: one problem naming every such layer.
@@ -350,6 +382,14 @@ class VllmEngine(Engine):
         )
 
     def checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
+        model = placement.model_of(context.quant, context.shape)
+        if model is not None and _walked(model):
+            # The architectures whose loaders kvscale follows: the first candidate their
+            # loaders place (None for every k/v of the DeepSeek family, Jamba, LFM2, ...).
+            return _loadable_name(prefix, kind, model)
+        return self._checkpoint_name(prefix, kind, context)
+
+    def _checkpoint_name(self, prefix: str, kind: str, context: NameContext) -> str | None:
         """The first candidate that the cache-scale mapper sends back to (``<prefix>.attn``,
         kind): ``<prefix>.<kind>`` (prob: ``<prefix>.prob_output_scale``), then the parameter's
         own name ``<prefix>.attn.<kind>``.
@@ -375,6 +415,191 @@ class VllmEngine(Engine):
         return None
 
 
+_NO_QUANT = QuantConfig()
+
+_WALKED_KINDS = frozenset(
+    ["attention-without-quant_config", "no-kv-holder", "mla-custom", "fixed-scales"]
+)
+_UNWALKED_KINDS = frozenset(["attention-custom-loader", "dynamic", "unresolved"])
+_NO_SCALE_KINDS = frozenset(["no-kv-holder", "mla-custom", "fixed-scales"])
+
+
+def _walked(model: placement.Model) -> bool:
+    """Architectures whose loaders differ from Llama's, for which kvscale follows vLLM's loaders
+    name by name (``kvscale.engine.vllm.placement``): MLA models, attention built without a
+    quant config, models without KV-scale holders, and hand-written loaders below an
+    ``AutoWeightsLoader`` (GPT-OSS, MiniCPM3). Hand-written top-level loaders of plain
+    attention models are not in vLLM's executed evidence and keep Llama's rules."""
+    facts = model.facts
+    if facts.kind in _UNWALKED_KINDS:
+        return False
+    if facts.kind in _NO_SCALE_KINDS:
+        return True  # no name is walked: nothing holds a scale
+    loaders = [loader for loader in (facts.top, facts.model) if loader is not None]
+    if any(loader.mapper_unresolved for loader in loaders):
+        return False  # a name mapper the evidence could not evaluate: Llama's rules
+    if model.mla or facts.kind in _WALKED_KINDS:
+        return True
+    inner = facts.model
+    return inner is not None and not inner.auto
+
+
+_INTENDED_KIND = (
+    (re.compile(r"prob(?:_output)?_scale$"), "prob_scale"),
+    (re.compile(r"(?:^|\.)kv_scale$"), "k_scale"),
+    (re.compile(r"(?:^|\.)_?([kvq])_scale$"), None),
+    (re.compile(r"\.([kvq])_proj\.output_scale$"), None),
+    (re.compile(r"\.([kv])_cache\.scale$"), None),
+    (re.compile(r"\.(q)\.scale$"), None),
+    (re.compile(r"\.([kv])_fake_quantizer\.qscale_act$"), None),
+)
+
+_MISTRAL_NATIVE = re.compile(r"\.[kv]_fake_quantizer\.qscale_act$")
+"""Mistral's consolidated checkpoints name the KV-cache scales ``attention.k_fake_quantizer
+.qscale_act`` (MistralLarge3ForCausalLM's mapper renames ``.qscale_act`` to ``.input_scale``)."""
+
+
+def _intended_kind(tensor: str) -> str | None:
+    """The scale a tensor's producer meant, whatever the engine does with it."""
+    for pattern, kind in _INTENDED_KIND:
+        match = pattern.search(tensor)
+        if match:
+            return kind or f"{match.group(1)}_scale"
+    return None
+
+
+def _loadable_name(prefix: str, kind: str, model: placement.Model) -> str | None:
+    """The first of kvscale's candidate names that vLLM's loaders place into ``kind`` of the
+    layer under ``prefix`` (``mla.checkpoint_names``); None when none does."""
+    for candidate in mla.checkpoint_names(prefix, kind):
+        if placement.place(candidate, model).kind == kind:
+            return candidate
+    return None
+
+
+def _no_method_reason(model: placement.Model, quant: QuantConfig) -> str:
+    facts = model.facts
+    if facts.kind == "attention-without-quant_config":
+        return (
+            f"{model.arch} builds its attention without quant_config ({facts.resolved}): no KV "
+            "method, so no scale parameter exists, whatever the quant method"
+        )
+    if "custom-mla" in facts.holders and "Attention" not in facts.holders:
+        return (
+            f"{model.arch}'s own MLA layer calls _init_kv_cache_quant, but no quant config gives "
+            f"it a KV method ({facts.resolved}): its scales stay 1.0"
+        )
+    if "Attention" not in facts.holders and "MLAAttention" not in facts.holders:
+        return f"{model.arch} builds no layer that holds KV-cache scales ({facts.resolved})"
+    if quant.raw is None:
+        return "config.json declares no quantization_config: the attention has no KV method"
+    if model.mla:
+        return (
+            f"quant_method {placement.modelopt_method(quant.raw) or quant.raw_method} creates no "
+            "KV-scale parameter on MLA attention (vLLM 0.33.0 gives MLAAttention a KV method "
+            "under ModelOpt FP8/NVFP4/MXFP8 only: quantization/modelopt.py get_quant_method)"
+        )
+    return f"quant_method {quant.quant_method} creates no KV-scale parameters"
+
+
+def _walk(tensor: str, file: str, context: NameContext, model: placement.Model) -> Routed:
+    """``route`` for the architectures vLLM's loaders are followed for (``_walked``)."""
+    extra = is_kv_scheme_extra(tensor)
+    if not (looks_like_kv_scale(tensor) or extra or _MISTRAL_NATIVE.search(tensor)):
+        return Routed()
+    prefix = placement.attention_prefix_of(tensor)
+    layer = _layer_evidence(tensor, model)
+    kind = _intended_kind(tensor)
+    if context.as_intended and layer is not None and kind is not None:
+        # What the producer meant (normalize --checkpoint writes it under a name that loads).
+        return Routed(mapped=MappedName(tensor, tensor, layer, kind, convention_of(tensor)))
+    if model.facts.kind in _NO_SCALE_KINDS:
+        # No layer holds a KV-scale parameter (DeepSeek-V4's own cache, Kimi-Linear's MLA
+        # layer); how their hand-written loaders treat the names is not in vLLM's executed
+        # evidence, so kvscale claims no refusal: the names reach nothing.
+        return Routed(
+            unmapped=UnmappedTensor(
+                tensor,
+                file,
+                tensor,
+                _no_method_reason(model, context.quant),
+                False,
+                "scales-not-loaded",
+                None,
+                layer,
+            )
+        )
+    where = placement.place(tensor, model)
+    if where.kind is not None and layer is not None:
+        return Routed(
+            mapped=MappedName(tensor, where.engine_name, layer, where.kind, convention_of(tensor))
+        )
+    fails = where.error is not None
+    loadable = _loadable_name(prefix, kind, model) if prefix and kind else None
+    if extra:
+        code, reason = (
+            "unloadable-kv-tensor" if fails else "ignored-kv-tensor",
+            "vLLM 0.33 has no parameter for an affine KV-cache bias (ModelOpt)",
+        )
+    elif prefix is not None and not model.is_kv_layer(prefix):
+        code = "unmapped-scale-name"
+        reason = f"that layer of {model.arch} caches no K/V (config.json's layer pattern)"
+    elif not model.params:
+        code, reason = "scales-not-loaded", _no_method_reason(model, context.quant)
+    else:
+        code = "unmapped-scale-name" if loadable else "scales-not-loaded"
+        reason = _drop_reason(where, model)
+        if loadable and prefix:
+            reason += f"; the name that loads is <attention prefix>{loadable[len(prefix) :]}"
+        else:
+            reason += f"; no checkpoint name reaches this scale of {model.arch}'s layers"
+    return Routed(
+        unmapped=UnmappedTensor(
+            tensor, file, where.engine_name, reason, fails, code, error=where.error, layer=layer
+        )
+    )
+
+
+def _layer_evidence(tensor: str, model: placement.Model) -> str | None:
+    """``<prefix>.attn`` when the tensor sits under an attention block that the model has as a
+    KV-cache layer (vLLM's mappers put it in the decoder stack)."""
+    prefix = placement.attention_prefix_of(tensor)
+    if prefix is None or not model.is_kv_layer(prefix):
+        return None
+    if not placement.engine_prefix(prefix, model).startswith(("model.", "language_model.")):
+        return None
+    return f"{prefix}.attn"
+
+
+def _drop_reason(where: placement.Placement, model: placement.Model) -> str:
+    """Why vLLM's loaders do not place a name the layer has a parameter for under another
+    name (group key of the problem: no tensor names in it)."""
+    owner = _owner(model)
+    mapped_first = model.facts.top is not None and model.facts.top.auto
+    if where.error is not None and where.error.startswith("KeyError"):
+        return f"{owner} indexes params_dict with the name and finds no such parameter"
+    if where.error is not None:
+        raiser = where.error.rsplit(" in ", 1)[-1].rstrip(".")
+        return f"{raiser}'s AutoWeightsLoader finds no such module or parameter"
+    if where.dropped and where.dropped.startswith("vLLM warns"):
+        if mapped_first:
+            return (
+                f"{owner} applies maybe_remap_kv_scale_name to the name AutoWeightsLoader's "
+                "cache-scale mapper has already rewritten, finds no such parameter and drops it "
+                "(vLLM logs '... is not loaded')"
+            )
+        return (
+            f"{owner}'s maybe_remap_kv_scale_name finds no such parameter and drops it "
+            "(vLLM logs '... is not loaded')"
+        )
+    return f"{owner} skips a name that is no parameter"
+
+
+def _owner(model: placement.Model) -> str:
+    loader = model.facts.model or model.facts.top
+    return loader.owner if loader is not None else model.arch
+
+
 def _backend_dtype_problems(
     layers: Sequence[ResolvedLayer], settings: EngineSettings
 ) -> list[Problem]:
@@ -389,11 +614,11 @@ def _backend_dtype_problems(
     chosen = backends.lookup(settings.attention_backend) if settings.attention_backend else None
     gpu = f" on {settings.gpu_arch}" if settings.gpu_arch else ""
     out: list[Problem] = []
-    for (dtype, mla), members in by_dtype.items():
+    for (dtype, latent), members in by_dtype.items():
         count = f"{len(members)} of {len(layers)} layers"
         if chosen is not None:
             why = backends.reasons(
-                chosen, dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+                chosen, dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
             )
             if why:
                 out.append(
@@ -403,16 +628,16 @@ def _backend_dtype_problems(
                         f"(kv-cache dtype {dtype}{gpu}): vLLM refuses to start, 'Selected backend "
                         f"AttentionBackendEnum.{chosen.name} is not valid for this "
                         f"configuration. Reason: {why}'; backends that run it: "
-                        + _backend_names(dtype, mla, settings),
+                        + _backend_names(dtype, latent, settings),
                         layers=tuple(members),
                     )
                 )
             continue
         if backends.backends_for(
-            dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+            dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
         ):
             continue
-        kind = "an MLA" if mla else "a non-MLA"
+        kind = "an MLA" if latent else "a non-MLA"
         if kv_dtypes.cache_format(dtype, settings.platform).scale_use is ScaleUse.OUT_OF_TREE:
             out.append(
                 problem(
@@ -438,11 +663,11 @@ def _backend_dtype_problems(
     return out
 
 
-def _backend_names(dtype: str, mla: bool, settings: EngineSettings) -> str:
-    names = backends.backends_for(
-        dtype, mla=mla, head_size=settings.head_size, gpu_arch=settings.gpu_arch
+def _backend_names(dtype: str, latent: bool, settings: EngineSettings) -> str:
+    found = backends.backends_for(
+        dtype, mla=latent, head_size=settings.head_size, gpu_arch=settings.gpu_arch
     )
-    return ", ".join(name.lower() for name in names) or "none"
+    return ", ".join(name.lower() for name in found) or "none"
 
 
 def _backend_problems(layers: Sequence[ResolvedLayer], settings: EngineSettings) -> list[Problem]:

@@ -14,6 +14,7 @@ import re
 
 from kvscale.conventions import convention_of
 from kvscale.engine.base import MappedName
+from kvscale.engine.vllm.loaders import WeightsMapper
 
 # (pattern, replacement) in the insertion order of QuantizationConfig.get_cache_scale_mapper.
 _BASE_REGEX: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -75,3 +76,14 @@ def map_name(name: str, quant_method: str | None, stacked_first: bool = False) -
     if match is None:
         return MappedName(name, engine, None, None, None)
     return MappedName(name, engine, match["layer"], match["kind"], convention_of(name))
+
+
+def cache_scale_mapper(quant_method: str | None) -> WeightsMapper:
+    """The cache-scale mapper an ``AutoWeightsLoader`` that finds this quant method's config
+    merges into its pass (``mapper |= quant_config.get_cache_scale_mapper()``, models/utils.py):
+    the base regexes, and for fp8/quark the output-scale suffixes
+    (``Fp8Config.get_cache_scale_mapper``: suffixes first, then ``| base``)."""
+    regex = tuple((pattern.pattern, replacement) for pattern, replacement in _BASE_REGEX)
+    if quant_method in OUTPUT_SCALE_METHODS:
+        return WeightsMapper(regex=regex, suffix=_OUTPUT_SCALE_SUFFIXES)
+    return WeightsMapper(regex=regex)
