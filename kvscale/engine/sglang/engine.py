@@ -399,6 +399,26 @@ class SglangEngine(Engine):
         RadixAttention's ``k_scale`` / ``v_scale`` on every attention module, when the quant
         config gives it a KV method (``assume_kv_method``: as if it did) and the architecture
         passes it ``quant_config`` (``models.kv_method``)."""
+        # Routing asks this once per tensor and per candidate name; rebuilding the set of every
+        # layer's parameters each time made inspect quadratic in the layer count (110,592 names
+        # over 4,096 layers ran past 300 s). The context and loader live for one resolve.
+        memo = self._params_memo
+        if (
+            memo is not None
+            and memo[0] is context
+            and memo[1] is loader
+            and memo[2] is assume_kv_method
+        ):
+            return memo[3]
+        found = self._params_uncached(context, loader, assume_kv_method)
+        self._params_memo = (context, loader, assume_kv_method, found)
+        return found
+
+    _params_memo: tuple[NameContext, _Loader, bool, Callable[[str], bool]] | None = None
+
+    def _params_uncached(
+        self, context: NameContext, loader: _Loader, assume_kv_method: bool
+    ) -> Callable[[str], bool]:
         verdict, _ = models.kv_method(loader.arch)
         method = assume_kv_method or context.quant.engine_path is not EnginePath.NONE
         if not method or verdict is models.KvMethod.NO:
