@@ -426,7 +426,7 @@ def plan_model(
     from kvscale.core.inspect import inspect_checkpoint
     from kvscale.model.capture import capture_kv_amax
     from kvscale.model.data import load_calibration_data
-    from kvscale.model.evaluate import CacheVariant, evaluate_model
+    from kvscale.model.evaluate import CacheVariant, evaluate_model, require_predicted_tokens
     from kvscale.model.load import load_model
 
     start = time.monotonic()
@@ -468,6 +468,7 @@ def plan_model(
         vocab_size=loaded.vocab_size,
     )
     phase("data", 1, 1)
+    require_predicted_tokens(data.samples)
     if not loaded.layers:
         raise UsageError(f"{model_path}: no attention layer with a KV cache to plan for")
 

@@ -263,6 +263,21 @@ def _ppl(loss: float) -> float:
     return math.exp(loss) if loss < 709.0 else math.inf
 
 
+def require_predicted_tokens(samples: Sequence[Sequence[int]]) -> None:
+    """Perplexity and KL score each token's prediction of the next one: a sample of one token
+    predicts nothing, and data made only of such samples would report NaN for every number.
+    Called on the loaded data before any pass of the model runs."""
+    if not samples or any(len(s) == 0 for s in samples):
+        raise UsageError("evaluation needs at least one non-empty sample")
+    predicted = sum(len(s) - 1 for s in samples)
+    if predicted < 1:
+        raise UsageError(
+            f"too few tokens: {len(samples)} sample(s) of 1 token predict no next token, so "
+            "perplexity and KL cannot be measured",
+            hint="give --data whose samples hold at least 2 tokens each",
+        )
+
+
 def evaluate_model(
     loaded: LoadedModel,
     samples: Sequence[Sequence[int]],
@@ -279,8 +294,7 @@ def evaluate_model(
     ``<layer>.kv_c`` ``[tokens, kv_lora_rank]`` / ``<layer>.k_pe`` ``[tokens, rope_dim]``) in
     ``activations_dtype`` (default: the model dtype, lossless), atomically.
     """
-    if not samples or any(len(s) == 0 for s in samples):
-        raise UsageError("evaluation needs at least one non-empty sample")
+    require_predicted_tokens(samples)
     _check_variants(loaded, variants)
     save_path = Path(activations_out) if activations_out is not None else None
     save_dtype = None

@@ -163,6 +163,45 @@ def test_verify_model_flags_need_data(flag: str) -> None:
     assert result.exit_code == 2 and f"{flag} needs --data" in result.stderr
 
 
+def test_plan(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    seam = Seam(monkeypatch, "kvscale.core.plan", "plan_model")
+    data, model, out = tmp_path / "d.jsonl", tmp_path / "m", tmp_path / "serve"
+    args, _ = seam.run(
+        "plan", model, "--data", data, "--max-ppl-increase", "0.02",
+        "--candidates", "fp8:calibrated,int8_per_token_head", "--candidates", "nvfp4:calibrated",
+        "--gpu-memory", "2GiB", "--samples", "3", "--seq-len", "16", "--device", "cuda",
+        "--out", out, "--force", "--engine", "sglang", "--platform", "fnuz",
+        "--attention-backend", "triton", "--gpu-arch", "sm100",
+    )  # fmt: skip
+    got, options = args[0], args[1]
+    assert got == model
+    assert (options.data, options.max_kl, options.max_ppl_increase) == (data, None, 0.02)
+    assert options.candidates == ("fp8:calibrated", "int8_per_token_head", "nvfp4:calibrated")
+    assert (options.gpu_memory, options.samples, options.seq_len) == (2 << 30, 3, 16)
+    assert (options.device, options.out, options.force) == ("cuda", out, True)
+    _same_options(
+        options.engine,
+        EngineOptions(
+            engine="sglang",  # type: ignore[arg-type]
+            platform="fnuz",  # type: ignore[arg-type]
+            attention_backend="triton",
+            gpu_arch="sm100",
+        ),
+    )
+
+
+def test_plan_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    seam = Seam(monkeypatch, "kvscale.core.plan", "plan_model")
+    args, _ = seam.run("plan", tmp_path / "m", "--data", tmp_path / "d.jsonl")
+    options = args[1]
+    assert (options.max_kl, options.max_ppl_increase, options.candidates) == (None, None, None)
+    assert (options.samples, options.seq_len, options.device) == (32, 1024, "cpu")
+    assert (options.gpu_memory, options.out, options.force) == (None, None, False)
+    _same_options(options.engine, EngineOptions())
+
+
 def test_calibrate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     seam = Seam(monkeypatch, "kvscale.core.calibrate", "plan_calibration")

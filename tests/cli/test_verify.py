@@ -286,3 +286,27 @@ def test_a_format_verify_can_write_is_measured_in_its_own_format(
     report = json.loads(result.stdout)
     assert report["options"] == {"kv_cache_dtype": dtype}
     assert len(report["layers"]) == 2 and all(layer["pass"] for layer in report["layers"])
+
+
+def test_verify_data_with_too_few_tokens_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Samples of one token predict nothing: refused before the model runs, not a NaN table."""
+    pytest.importorskip("transformers")
+    from support.models import save_tiny
+
+    def no_pass(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the model ran on data that predicts no token")
+
+    monkeypatch.setattr("kvscale.model.evaluate.evaluate_model", no_pass)
+    model = save_tiny("llama", tmp_path / "llama")
+    data = tmp_path / "one-token.jsonl"
+    data.write_text('{"input_ids": [3]}\n')
+    result = run_cli("verify", model, "--data", data)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        "kvscale: error: too few tokens: 1 sample(s) of 1 token predict no next token, so "
+        "perplexity and KL cannot be measured (give --data whose samples hold at least 2 "
+        "tokens each)\n"
+    )

@@ -341,3 +341,17 @@ def test_smollm2_calibrated_scales_pass_and_a_bad_one_fails(smollm2: LoadedModel
     bad = evaluate_model(smollm2, evaluation, fp8_variants({**scales, name: (k / 128, v)}))
     assert bad.variant("fp8").kl_mean > fp8.kl_mean
     assert unit.kl_mean >= 0.0
+
+
+def test_one_token_samples_predict_nothing_and_are_refused(llama: LoadedModel) -> None:
+    """Perplexity and KL of samples that predict no next token would be NaN throughout
+    (``kvscale plan`` / ``verify --data`` printed a table of NaN and exit 1): refused up front."""
+    with pytest.raises(UsageError) as info:
+        evaluate_model(llama, [(5,), (7,)], [])
+    assert str(info.value) == (
+        "too few tokens: 2 sample(s) of 1 token predict no next token, so perplexity and KL "
+        "cannot be measured"
+    )
+    assert info.value.hint == "give --data whose samples hold at least 2 tokens each"
+    with pytest.raises(UsageError, match="at least one non-empty sample"):
+        evaluate_model(llama, [(5,), ()], [])

@@ -203,7 +203,7 @@ def run_model(
     from kvscale.kernel.roundtrip import QuantizeFn
     from kvscale.model.cache_codecs import layer_codec
     from kvscale.model.data import load_calibration_data
-    from kvscale.model.evaluate import CacheVariant, evaluate_model
+    from kvscale.model.evaluate import CacheVariant, evaluate_model, require_predicted_tokens
     from kvscale.model.load import load_model
 
     model_path = model_options.model
@@ -238,6 +238,7 @@ def run_model(
         encode=loaded.encode if loaded.has_tokenizer else None,
         vocab_size=loaded.vocab_size,
     )
+    require_predicted_tokens(data.samples)
     quantize: QuantizeFn | None = None
     if engine_write is not None:
         # The FP8 cache the model reads is the one the serving engine writes.
