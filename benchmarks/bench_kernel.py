@@ -99,7 +99,7 @@ def generic_call(d: dict[str, torch.Tensor]) -> Callable[[], None]:
     cfg = tc.default_config(key.shape[1], key.shape[2])
     consts = tc._constexprs(key, value, kc, vc, 1, False, False, cfg)
     grid = ((n + cfg.block_t - 1) // cfg.block_t, key.shape[1] // cfg.block_h, 1)
-    kernel = tc._get_kernel(False)
+    kernel = tc._KERNEL.get(interpret=False)
 
     def run() -> None:
         kernel[grid](key, value, kc, vc, slots, ks, vs, n, num_warps=cfg.num_warps,

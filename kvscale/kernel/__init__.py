@@ -47,7 +47,8 @@ from kvscale.kernel.reference import (
 
 if TYPE_CHECKING:
     from kvscale.kernel import triton_cache, triton_mla, triton_nvfp4
-    from kvscale.kernel.triton_cache import TritonUnavailableError, reshape_and_cache_flash
+    from kvscale.kernel.jit import TritonUnavailableError
+    from kvscale.kernel.triton_cache import reshape_and_cache_flash
     from kvscale.kernel.triton_mla import concat_and_cache_mla
     from kvscale.kernel.triton_nvfp4 import reshape_and_cache_nvfp4
 
@@ -86,7 +87,7 @@ __all__ = [
 _LAZY = {
     "triton_cache": "kvscale.kernel.triton_cache",
     "reshape_and_cache_flash": "kvscale.kernel.triton_cache",
-    "TritonUnavailableError": "kvscale.kernel.triton_cache",
+    "TritonUnavailableError": "kvscale.kernel.jit",
     "triton_mla": "kvscale.kernel.triton_mla",
     "concat_and_cache_mla": "kvscale.kernel.triton_mla",
     "triton_nvfp4": "kvscale.kernel.triton_nvfp4",

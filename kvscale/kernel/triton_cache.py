@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from kvscale.errors import EnvironmentMissingError
 from kvscale.kernel.formats import UnsupportedOnDeviceError
+from kvscale.kernel.jit import LazyKernel, TritonUnavailableError, require_triton
 from kvscale.kernel.reference import (
     CacheWriteArgumentError,
     CacheWriteLayout,
@@ -57,10 +57,6 @@ _MODE_COPY = 0
 _MODE_E4M3 = 1
 _MODE_E5M2 = 2
 _FORMAT_MODE = {"e4m3fn": _MODE_E4M3, "e5m2": _MODE_E5M2}
-
-
-class TritonUnavailableError(EnvironmentMissingError, RuntimeError):
-    """Triton (or a CUDA device for it) is not available for the GPU cache write."""
 
 
 def _cache_write_kernel(
@@ -178,44 +174,7 @@ _JIT_OPTIONS: dict[str, Any] = {
     # Scalar/gathered loads only: their alignment buys nothing and would split the plan key.
     "do_not_specialize_on_alignment": ["slot_ptr", "k_scale_ptr", "v_scale_ptr"],
 }
-_jit_lock = threading.Lock()
-_jit_kernel: Any = None
-_interp_kernel: Any = None
-
-
-def _require_triton() -> None:
-    if triton is None:
-        raise TritonUnavailableError(
-            "the GPU cache-write kernel needs Triton; install it with "
-            "`pip install 'kvscale[gpu]'` (or `pip install triton`)"
-        )
-
-
-def _get_kernel(interpret: bool) -> Any:
-    """The kernel as a JITFunction (GPU) or an InterpretedFunction (Triton's CPU interpreter).
-
-    Built on first use rather than decorated at import, so that one process can hold both (the
-    interpreter tests and the GPU tests in one pytest run) whatever TRITON_INTERPRET said when
-    this module was imported.
-    """
-    global _jit_kernel, _interp_kernel
-    _require_triton()
-    with _jit_lock:
-        if interpret:
-            if _interp_kernel is None:
-                from triton.runtime.interpreter import (  # type: ignore[import-untyped,unused-ignore]
-                    InterpretedFunction,
-                )
-
-                _interp_kernel = InterpretedFunction(_cache_write_kernel, **_JIT_OPTIONS)
-            return _interp_kernel
-        if _jit_kernel is None:
-            # JITFunction directly, not triton.jit: the latter returns an interpreter object
-            # whenever TRITON_INTERPRET=1 is set, which cannot compile for CUDA tensors.
-            from triton.runtime.jit import JITFunction  # type: ignore[import-untyped,unused-ignore]
-
-            _jit_kernel = JITFunction(_cache_write_kernel, **_JIT_OPTIONS)
-        return _jit_kernel
+_KERNEL = LazyKernel(_cache_write_kernel, "the GPU cache-write kernel", **_JIT_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -334,7 +293,7 @@ class _Plan:
         # Compiled once through Triton's generic path (warmup: compile, no launch) so that
         # Triton derives the signature and the pointer-alignment specialization from the real
         # tensors; the plan key pins both for every later call that reuses this plan.
-        compiled = _get_kernel(interpret=False).warmup(
+        compiled = _KERNEL.get(interpret=False).warmup(
             key, value, kc, vc, slot_mapping, k_scale, v_scale, 2,
             grid=(1, self.grid_h, 1), num_warps=config.num_warps, num_stages=1, **consts,
         )  # fmt: skip
@@ -419,7 +378,7 @@ def _interpret(
     vc = _as_storage(value_cache, mode)
     consts = _constexprs(key, value, kc, vc, mode, layout.per_head_k, layout.per_head_v, cfg)
     grid = (-(-n // cfg.block_t), -(-layout.num_heads // cfg.block_h), 1)
-    kernel = _get_kernel(interpret=True)
+    kernel = _KERNEL.get(interpret=True)
     kernel[grid](key, value, kc, vc, slot_mapping, k_scale, v_scale, n, **consts)
 
 
@@ -442,7 +401,7 @@ def _new_plan(
             "reshape_and_cache_flash runs on CUDA tensors; use reference_reshape_and_cache_flash "
             "on the CPU (or set TRITON_INTERPRET=1 to run the kernel in Triton's interpreter)"
         )
-    _require_triton()
+    require_triton("the GPU cache-write kernel")
     if mode != _MODE_COPY and torch.cuda.get_device_capability(key.device) < (8, 9):
         raise UnsupportedOnDeviceError(
             f"writing {kv_cache_dtype} needs native FP8 conversion (compute capability 8.9+); "

@@ -33,15 +33,10 @@ from typing import Any
 import torch
 
 from kvscale.kernel.formats import UnsupportedOnDeviceError
+from kvscale.kernel.jit import LazyKernel, TritonUnavailableError, require_triton
 from kvscale.kernel.mla import MLAWriteLayout, validate_mla_write_args
 from kvscale.kernel.reference import CacheWriteArgumentError
-from kvscale.kernel.triton_cache import (
-    TritonUnavailableError,
-    _current_device,
-    _current_stream,
-    _next_pow2,
-    _require_triton,
-)
+from kvscale.kernel.triton_cache import _current_device, _current_stream, _next_pow2
 
 try:  # pragma: no cover - exercised by the environment, not by logic
     import triton.language as tl  # type: ignore[import-untyped,unused-ignore]
@@ -142,30 +137,7 @@ _JIT_OPTIONS: dict[str, Any] = {
     # Scalar/gathered loads only: their alignment buys nothing and would split the plan key.
     "do_not_specialize_on_alignment": ["slot_ptr", "scale_ptr"],
 }
-_jit_lock = threading.Lock()
-_jit_kernel: Any = None
-_interp_kernel: Any = None
-
-
-def _get_kernel(interpret: bool) -> Any:
-    """The kernel as a JITFunction (GPU) or an InterpretedFunction (Triton's CPU interpreter),
-    built on first use for the reason given in ``triton_cache._get_kernel``."""
-    global _jit_kernel, _interp_kernel
-    _require_triton()
-    with _jit_lock:
-        if interpret:
-            if _interp_kernel is None:
-                from triton.runtime.interpreter import (  # type: ignore[import-untyped,unused-ignore]
-                    InterpretedFunction,
-                )
-
-                _interp_kernel = InterpretedFunction(_mla_write_kernel, **_JIT_OPTIONS)
-            return _interp_kernel
-        if _jit_kernel is None:
-            from triton.runtime.jit import JITFunction  # type: ignore[import-untyped,unused-ignore]
-
-            _jit_kernel = JITFunction(_mla_write_kernel, **_JIT_OPTIONS)
-        return _jit_kernel
+_KERNEL = LazyKernel(_mla_write_kernel, "the GPU MLA cache-write kernel", **_JIT_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -283,7 +255,7 @@ class _Plan:
         consts = _constexprs(kv_c, k_pe, cache, mode, skip_scale, config)
         # Compiled once through Triton's generic path (warmup: compile, no launch) so that
         # Triton derives the signature and pointer-alignment specialization from real tensors.
-        compiled = _get_kernel(interpret=False).warmup(
+        compiled = _KERNEL.get(interpret=False).warmup(
             kv_c, k_pe, cache, slot_mapping, scale, 2,
             grid=(1, 1, 1), num_warps=config.num_warps, num_stages=1, **consts,
         )  # fmt: skip
@@ -336,7 +308,7 @@ def _interpret(
         return
     cache = _as_storage(kv_cache, mode)
     consts = _constexprs(kv_c, k_pe, cache, mode, skip_scale, cfg)
-    kernel = _get_kernel(interpret=True)
+    kernel = _KERNEL.get(interpret=True)
     kernel[(-(-n // cfg.block_t), 1, 1)](kv_c, k_pe, cache, slot_mapping, scale, n, **consts)
 
 
@@ -358,7 +330,7 @@ def _new_plan(
             "concat_and_cache_mla runs on CUDA tensors; use reference_concat_and_cache_mla on "
             "the CPU (or set TRITON_INTERPRET=1 to run the kernel in Triton's interpreter)"
         )
-    _require_triton()
+    require_triton("the GPU MLA cache-write kernel")
     if mode != _MODE_COPY and torch.cuda.get_device_capability(kv_c.device) < (8, 9):
         raise UnsupportedOnDeviceError(
             f"writing {kv_cache_dtype} needs native FP8 conversion (compute capability 8.9+); "

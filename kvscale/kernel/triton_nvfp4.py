@@ -26,18 +26,17 @@ cannot run PTX; Triton is imported here only, and only if installed.
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from kvscale.kernel.jit import LazyKernel
 from kvscale.kernel.nvfp4 import (
     NVFP4ArgumentError,
     NVFP4PageLayout,
     validate_nvfp4_write_args,
 )
-from kvscale.kernel.triton_cache import TritonUnavailableError
 
 try:  # pragma: no cover - exercised by the environment, not by logic
     import triton  # type: ignore[import-untyped,unused-ignore]
@@ -227,54 +226,19 @@ _JIT_OPTIONS: dict[str, Any] = {
     "do_not_specialize": ["n_groups"],
     "do_not_specialize_on_alignment": ["slot_ptr", "k_scale_ptr", "v_scale_ptr"],
 }
-_jit_lock = threading.Lock()
-_kernels: dict[bool | str, Any] = {}
-
-
-def _get_kernel(interpret: bool) -> Any:
-    """The kernel as a JITFunction (GPU) or an InterpretedFunction (CPU interpreter), built on
-    first use so that one process can hold both whatever TRITON_INTERPRET said at import."""
-    if triton is None:
-        raise TritonUnavailableError(
-            "the GPU NVFP4 cache-write kernel needs Triton; install it with "
-            "`pip install 'kvscale[gpu]'` (or `pip install triton`)"
-        )
-    with _jit_lock:
-        kernel = _kernels.get(interpret)
-        if kernel is None:
-            if interpret:
-                from triton.runtime.interpreter import (  # type: ignore[import-untyped,unused-ignore]
-                    InterpretedFunction,
-                )
-
-                kernel = InterpretedFunction(_nvfp4_write_kernel, **_JIT_OPTIONS)
-            else:
-                from triton.runtime.jit import (  # type: ignore[import-untyped,unused-ignore]
-                    JITFunction,
-                )
-
-                kernel = JITFunction(_nvfp4_write_kernel, **_JIT_OPTIONS)
-            _kernels[interpret] = kernel
-        return kernel
+_KERNEL = LazyKernel(_nvfp4_write_kernel, "the GPU NVFP4 cache-write kernel", **_JIT_OPTIONS)
+_RCP_KERNEL = LazyKernel(_rcp_kernel, "rcp_approx_ftz")
 
 
 def rcp_approx_ftz(x: torch.Tensor) -> torch.Tensor:
     """``rcp.approx.ftz.f32`` of every element of a float32 CUDA tensor, computed by its GPU: the
     instruction behind vLLM's ``reciprocal_approximate_ftz``. For checking the reference's
     reciprocal model (``benchmarks/gpu_nvfp4_check.py``)."""
-    if triton is None:
-        raise TritonUnavailableError("rcp_approx_ftz needs Triton (`pip install triton`)")
     if x.dtype != torch.float32 or x.device.type != "cuda":
         raise NVFP4ArgumentError(
             f"rcp_approx_ftz takes a float32 CUDA tensor, got {x.dtype} on {x.device}"
         )
-    with _jit_lock:
-        kernel = _kernels.get("rcp")
-        if kernel is None:
-            from triton.runtime.jit import JITFunction  # type: ignore[import-untyped,unused-ignore]
-
-            kernel = JITFunction(_rcp_kernel)
-            _kernels["rcp"] = kernel
+    kernel = _RCP_KERNEL.get(interpret=False)
     flat = x.contiguous().view(-1)
     out = torch.empty_like(flat)
     block = 1024
@@ -346,7 +310,7 @@ def reshape_and_cache_nvfp4(
             "reshape_and_cache_nvfp4 runs on CUDA tensors; use reference_reshape_and_cache_nvfp4 "
             "on the CPU (or set TRITON_INTERPRET=1 to run the kernel in Triton's interpreter)"
         )
-    kernel = _get_kernel(interpret)
+    kernel = _KERNEL.get(interpret)
     n = slot_mapping.shape[0]
     if n == 0:
         return

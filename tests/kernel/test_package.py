@@ -19,7 +19,7 @@ def test_package_imports_without_triton() -> None:
         "import torch\n"
         "key = torch.zeros(1, 1, 16, device='meta')\n"
         "try:\n"
-        "    k.triton_cache._require_triton()\n"
+        "    k.triton_cache.require_triton('the GPU cache-write kernel')\n"
         "except k.TritonUnavailableError as e:\n"
         "    print('unavailable:', e)\n"
     )
