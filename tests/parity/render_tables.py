@@ -1,27 +1,27 @@
 #!/usr/bin/env python3
 """Render kvscale's generated engine tables from the committed oracle evidence.
 
-    python tests/parity/render_tables.py            # write every table
-    python tests/parity/render_tables.py --check    # fail if a committed table differs
+    python tests/parity/render_tables.py            # write every stale table
+    python tests/parity/render_tables.py --check    # exit 1 naming every stale table
+    python -m tests.parity.render_tables --check    # the same, as a module
 
 One convention for every engine table kvscale generates:
 
-1. an oracle executes the engine's own code and writes an evidence file (JSON, committed,
-   with the sha256 of every engine source file it read);
-2. this script turns evidence into a Python module (deterministic; no engine tree, no torch:
-   json and the standard library only), whose header names the command and the evidence;
-3. ``tests/parity/test_tables.py`` re-renders every table from the committed evidence and
-   compares it with the committed module (default test run), and re-derives the evidence
-   itself when an engine tree is given (``KVSCALE_SGLANG_SRC`` / ``KVSCALE_VLLM_SRC``).
+1. an oracle executes (or statically reads) the engine's own code and writes an evidence file
+   (JSON, committed, with the engine version and the sha256 of every engine source file it
+   read);
+2. this script turns evidence into a Python module (deterministic; no engine tree, no torch,
+   no formatter: json and the standard library only, laid out as ``ruff format`` lays it
+   out), whose docstring names the evidence and this command, and which states the engine
+   version and a digest of the engine sources (``SOURCES_SHA256``);
+3. ``tests/parity/test_tables.py`` re-renders every table of ``TABLES`` from the committed
+   evidence and compares it with the committed module, byte for byte (default test run).
+   Each oracle has its own slow check that re-derives the evidence from an engine tree.
 
-* ``kvscale/engine/sglang/architectures.py`` from ``tests/parity/sglang_architectures.json``
-  (written by ``tests/parity/sglang_architectures.py --out``);
-* ``kvscale/engine/vllm/architectures.py`` from ``tests/parity/arch_output_scale_drop.json``
-  (written by ``tests/parity/vllm_oracle.py --arch-drop-out``).
-
-The rules that turn evidence into tables (grouping SGLang's architectures into loader
-classes, picking vLLM's verdict sets) live here, beside the evidence they read; the oracles
-only record what the engine did.
+``TABLES`` is the one registry: evidence file -> renderer -> module. The rules that turn
+evidence into tables (grouping SGLang's architectures into loader classes, picking vLLM's
+verdict sets, folding vLLM's backend answers) live here, beside the evidence they read; the
+oracles only record what the engine did.
 """
 
 from __future__ import annotations
@@ -32,14 +32,18 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 COMMAND = "python tests/parity/render_tables.py"
-WIDTH = 99
+LINE_LENGTH = 100
 """ruff's line length for the project (pyproject.toml)."""
+WIDTH = 99
+"""Where the hand-wrapped comments and strings of the architecture tables end (one column
+inside ``LINE_LENGTH``)."""
 
 
 # ======================================================================================
@@ -95,6 +99,148 @@ def _generated_by(evidence: Path) -> list[str]:
 def _sources_digest(sources: dict[str, str]) -> str:
     """sha256 over the sorted {file: sha256} map of the engine files the oracle read."""
     return hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()
+
+
+# ======================================================================================
+# Literal data laid out as `ruff format` lays it out
+# ======================================================================================
+#
+# A table is built as a tree of literals (Call, Tup, Lst, Dct, Words, str, int, bool, None)
+# and printed the way ruff's formatter prints it: a bracketed expression stays on one line
+# when it fits in LINE_LENGTH (the text before it and the comma after it included) and holds
+# nothing that must break; otherwise its brackets open and a call's arguments go on one line
+# of their own, one indent deeper, when they fit there; else each element goes on its own
+# line one indent deeper, with a trailing comma unless it is the only element of a call or of
+# brackets that hold one (a one-element tuple keeps its comma). A string never breaks (a long one
+# overflows, as ruff leaves it); ``Words`` is the exception, split at spaces into implicitly
+# concatenated pieces. ``expanded=True`` is a magic trailing comma: the brackets break even when
+# the line would fit (and so does everything around them), as ruff keeps them.
+
+
+@dataclass(frozen=True)
+class Call:
+    """``func(args)``: each argument ``(keyword or None, value)``."""
+
+    func: str
+    args: tuple[tuple[str | None, Expr], ...]
+    expanded: bool = False
+
+    def __post_init__(self) -> None:
+        _magic_needs_a_comma(self.expanded, len(self.args))
+
+
+@dataclass(frozen=True)
+class Tup:
+    items: tuple[Expr, ...]
+    expanded: bool = False
+
+    def __post_init__(self) -> None:
+        _magic_needs_a_comma(self.expanded, len(self.items))
+
+
+@dataclass(frozen=True)
+class Lst:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Dct:
+    items: tuple[tuple[Expr, Expr], ...]
+
+
+@dataclass(frozen=True)
+class Words:
+    """A string written as implicitly concatenated pieces, split at spaces, when one literal
+    does not fit (a positional argument)."""
+
+    text: str
+
+
+def _magic_needs_a_comma(expanded: bool, elements: int) -> None:
+    """ruff reads a trailing comma as magic only after two elements or more."""
+    if expanded and elements < 2:
+        raise ValueError("expanded=True needs two elements or more")
+
+
+Expr = Call | Tup | Lst | Dct | Words | str | int | bool | None
+
+
+def _str(value: str) -> str:
+    """A string literal as ruff normalises it: double quotes unless the text holds one."""
+    if '"' in value and "'" in value:
+        raise ValueError(f"both quote characters in {value!r}: lay it out by hand")
+    literal = repr(value)
+    return f'"{literal[1:-1]}"' if '"' not in value else literal
+
+
+def _elements(e: Expr) -> tuple[str, list[tuple[str, Expr]], str, bool]:
+    """(opening, [(text before each element, element)], closing, whether a lone element
+    keeps a trailing comma)."""
+    if isinstance(e, Call):
+        return f"{e.func}(", [(f"{k}=" if k else "", v) for k, v in e.args], ")", False
+    if isinstance(e, Tup):
+        return "(", [("", v) for v in e.items], ")", True
+    if isinstance(e, Lst):
+        return "[", [("", v) for v in e.items], "]", False
+    if isinstance(e, Dct):
+        return "{", [(f"{_flat(k)}: ", v) for k, v in e.items], "}", False
+    raise TypeError(f"not bracketed: {e!r}")
+
+
+def _flat(e: Expr) -> str:
+    if isinstance(e, str):
+        return _str(e)
+    if isinstance(e, Words):
+        return _str(e.text)
+    if e is None or isinstance(e, (bool, int)):
+        return repr(e)
+    opening, elements, closing, lone_comma = _elements(e)
+    inner = ", ".join(lead + _flat(v) for lead, v in elements)
+    return f"{opening}{inner}{',' if lone_comma and len(elements) == 1 else ''}{closing}"
+
+
+def _must_break(e: Expr) -> bool:
+    if isinstance(e, (Call, Tup)) and e.expanded:
+        return True
+    if isinstance(e, (Call, Tup, Lst, Dct)):
+        return any(_must_break(v) for _, v in _elements(e)[1])
+    return False
+
+
+def layout(e: Expr, indent: str = "", lead: str = "", tail: str = "") -> list[str]:
+    """The lines of ``lead + e + tail`` at ``indent``."""
+    one = f"{indent}{lead}{_flat(e)}{tail}"
+    if len(one) <= LINE_LENGTH and not _must_break(e):
+        return [one]
+    if isinstance(e, Words) and not lead:
+        return _words(e.text, indent, tail)
+    if not isinstance(e, (Call, Tup, Lst, Dct)):
+        return [one]
+    opening, elements, closing, lone_comma = _elements(e)
+    inner = indent + "    "
+    lines = [f"{indent}{lead}{opening}"]
+    arguments = inner + ", ".join(item_lead + _flat(v) for item_lead, v in elements)
+    if isinstance(e, Call) and len(arguments) <= LINE_LENGTH and not _must_break(e):
+        return [*lines, arguments, f"{indent}{closing}{tail}"]
+    for item_lead, v in elements:
+        comma = "," if len(elements) > 1 or lone_comma else ""
+        lines += layout(v, inner, item_lead, comma)
+    return [*lines, f"{indent}{closing}{tail}"]
+
+
+def _words(text: str, indent: str, tail: str) -> list[str]:
+    """Greedy: as many words on each line as fit in WIDTH, like the other hand-wrapped strings,
+    with one more character (the space that ends a piece, or the comma after the last)."""
+    words = text.split(" ")
+    pieces = [words[0]]
+    for w in words[1:]:
+        joined = f"{pieces[-1]} {w}"
+        if len(f"{indent}{_str(joined + ' ')}") <= WIDTH:
+            pieces[-1] = joined
+        else:
+            pieces[-1] += " "
+            pieces.append(w)
+    return [f"{indent}{_str(p)}" for p in pieces[:-1]] + [f"{indent}{_str(pieces[-1])}{tail}"]
 
 
 # ======================================================================================
@@ -625,34 +771,373 @@ def render_vllm(evidence: dict[str, Any]) -> str:
 
 
 # ======================================================================================
-# The tables, and the command
+# vLLM: kvscale/engine/vllm/arch_classes.py
 # ======================================================================================
 
-TABLES: dict[Path, tuple[Path, Callable[[dict[str, Any]], str]]] = {
-    SGLANG_TABLE: (SGLANG_EVIDENCE, render_sglang),
-    VLLM_TABLE: (VLLM_EVIDENCE, render_vllm),
-}
-"""Each generated module: (its evidence, its renderer)."""
+VLLM_CLASSES_EVIDENCE = HERE / "vllm_arch_classes.json"
+VLLM_CLASSES_TABLE = REPO / "kvscale" / "engine" / "vllm" / "arch_classes.py"
+
+MAPPER_TABLES = ("regex", "substr", "stacked", "prefix", "suffix")
+"""``WeightsMapper``'s tables, in the order ``_map_name_with_shard`` applies them."""
 
 
-def render(table: Path) -> str:
-    evidence, renderer = TABLES[table]
-    return renderer(json.loads(evidence.read_text()))
+def _holders(entry: dict[str, Any]) -> list[str]:
+    """The KV-scale holders' kinds: ``Attention``, ``MLAAttention`` (direct, wrapped or
+    subclassed), ``custom-mla`` (a layer of its own calling ``_init_kv_cache_quant``) and
+    ``fixed`` (a layer calling only ``set_default_quant_scales``)."""
+    out: set[str] = set()
+    for holder in entry.get("holders", []):
+        kind = holder["kind"]
+        if kind.startswith("MLAAttention"):
+            out.add("MLAAttention")
+        elif kind == "Attention":
+            out.add("Attention")
+        else:
+            raise ValueError(f"{entry['class']}: unknown holder kind {kind!r}")
+    for how in entry.get("custom_holders", {}).values():
+        out.add("custom-mla" if how == "custom (_init_kv_cache_quant)" else "fixed")
+    return sorted(out)
+
+
+def _quant_visible(source: str | None) -> bool:
+    """AutoWeightsLoader.load_weights takes the first ``quant_config`` attribute of the module
+    or a direct child: visible unless there is none or it is a child built without one."""
+    if not source:
+        return False
+    return not (
+        source.startswith(("none", "unknown"))
+        or "quant_config=absent" in source
+        or "quant_config=None" in source
+    )
+
+
+def _weights_mapper(rules: dict[str, Any] | None) -> tuple[Call | None, bool]:
+    """(the model's own ``WeightsMapper``, or None; whether the analysis could not evaluate
+    it). A table of two rules or more is written one rule a line."""
+    if not rules:
+        return None, False
+    if "unresolved" in rules or "renaming" in rules:
+        return None, True
+    args: list[tuple[str | None, Expr]] = []
+    for key in MAPPER_TABLES:
+        rows = rules.get(key)
+        if not rows:
+            continue
+        if key == "regex":
+            for pattern, _ in rows:
+                re.compile(pattern)  # vLLM's `regex` patterns must mean the same in `re`
+        args.append((key, Tup(tuple(Tup((a, b)) for a, b in rows), expanded=len(rows) > 1)))
+    return Call("WeightsMapper", tuple(args)), False
+
+
+def _loader(
+    owner: str,
+    defined_in: str,
+    facts: dict[str, Any],
+    *,
+    auto: bool,
+    quant_source: str | None,
+    unresolved: bool = False,
+) -> Call:
+    mapper, bad = _weights_mapper(facts.get("mapper_rules"))
+    args: list[tuple[str | None, Expr]] = [
+        ("owner", owner),
+        ("defined_in", defined_in),
+        ("auto", auto),
+    ]
+    if auto and _quant_visible(quant_source):
+        args.append(("quant_visible", True))
+    if "maybe_remap_kv_scale_name" in facts:
+        args.append(("remap", True))
+    if "unknown_names" in facts:
+        args.append(("indexes_params", True))
+    if mapper is not None:
+        args.append(("mapper", mapper))
+    if bad or unresolved:
+        args.append(("mapper_unresolved", True))
+    return Call("Loader", tuple(args))
+
+
+def vllm_arch_class(entry: dict[str, Any]) -> Call:
+    """One registered architecture's ``ArchClass``: its class, holders, top-level loader, the
+    loader of the module it builds as ``self.model``, the text architecture a multimodal
+    wrapper builds, and whether the parity oracle executed it."""
+    args: list[tuple[str | None, Expr]] = [
+        ("kind", entry["class_of_loader"]),
+        ("resolved", entry.get("resolved", "")),
+    ]
+    holders = _holders(entry)
+    if holders:
+        args.append(("holders", Call("frozenset", ((None, Lst(tuple(holders))),))))
+    top = entry.get("top_loader", {})
+    chain = top.get("load_weights") or []
+    if chain:
+        unresolved = bool(top.get("mapper_unresolved") or top.get("mapper_extended_at_runtime"))
+        loader = _loader(
+            entry["class"],
+            chain[-1],
+            top,
+            auto=top.get("kind") == "AutoWeightsLoader",
+            quant_source=top.get("quant_config_source"),
+            unresolved=unresolved,
+        )
+        args.append(("top", loader))
+    child = entry.get("model_child") or {}
+    where = child.get("load_weights")
+    if where:
+        at = where.split(" (")[0]
+        facts = next((i for i in entry.get("inner_loaders", []) if i["at"] == at), None)
+        if facts is not None:
+            loader = _loader(
+                child["class"],
+                where,
+                facts,
+                auto="AutoWeightsLoader" in facts,
+                quant_source=facts.get("quant_config_source"),
+            )
+            args.append(("model", loader))
+    text = entry.get("language_model_class")
+    if text:
+        args.append(("language_model", text.split(":")[0]))
+    if "executed_by_oracle" in entry:
+        args.append(("executed", True))
+    return Call("ArchClass", tuple(args))
+
+
+def render_vllm_classes(evidence: dict[str, Any]) -> str:
+    """The text of kvscale/engine/vllm/arch_classes.py."""
+    if evidence["schema"] != "kvscale.vllm-arch-classes/1":
+        raise ValueError(f"unexpected schema {evidence['schema']!r}")
+    version = evidence["vllm_version"]
+    archs: dict[str, Any] = evidence["architectures"]
+    lines = [
+        f'"""Every architecture of vLLM {version}\'s model registry, as kvscale\'s rules read it: '
+        "the",
+        "KV-scale holders its modules build, the loaders a checkpoint name goes through, and the "
+        "model's",
+        "own name mappers (``kvscale.engine.vllm.loaders`` defines the types).",
+        "",
+        *_generated_by(VLLM_CLASSES_EVIDENCE),
+        "",
+        "``tests/parity/vllm_arch_oracle.py --classes-out`` derives the evidence by static "
+        "analysis",
+        "of vLLM's model registry (``tests/parity/vllm_arch_static.py``; file and line per fact).",
+        "The architectures marked ``executed=True`` are confirmed by vLLM's own loaders",
+        "(``tests/parity/vllm_arch_expected.json``).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from kvscale.engine.vllm.loaders import ArchClass, Loader, WeightsMapper",
+        "",
+        f'VLLM_VERSION = "{version}"',
+        f'SOURCES_SHA256 = "{_sources_digest(evidence["vllm_sources_sha256"])}"',
+        '"""sha256 over the sha256 of every vLLM source file read to derive this table."""',
+        "",
+        "ARCH_CLASSES: dict[str, ArchClass] = {",
+    ]
+    for arch in sorted(archs):
+        lines += layout(vllm_arch_class(archs[arch]), "    ", f"{_str(arch)}: ", ",")
+    lines += [
+        "}",
+        '"""Registered architecture -> its facts (every entry of vLLM\'s model registry)."""',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ======================================================================================
+# vLLM: kvscale/engine/vllm/backend_table.py
+# ======================================================================================
+
+VLLM_BACKENDS_EVIDENCE = HERE / "vllm_backends.json"
+VLLM_BACKENDS_TABLE = REPO / "kvscale" / "engine" / "vllm" / "backend_table.py"
+
+
+def vllm_backend(name: str, entry: dict[str, Any]) -> Call:
+    """One backend's answers, folded: the capabilities ``supports_compute_capability`` accepts
+    (all of its vendor's: None), the dtypes accepted on every one of them, those accepted on
+    some only (``limited``), the probed head sizes accepted on some capability, and the static
+    refusals of ``supports_combination`` (a string answer, except a package the machine lacks;
+    an MLA backend is asked at its latent row only, so its refusals hold no head size). An
+    answer that needs the machine (``{"depends_on": ...}``) counts as accepted: kvscale cannot
+    rule it out."""
+    caps: dict[str, Any] = entry["by_capability"]
+    any_capability = list(caps) == ["any"]
+    usable = [
+        c for c, row in caps.items() if any_capability or row["compute_capability"] is not False
+    ]
+    accepted: dict[str, list[str]] = {}
+    refusals: dict[tuple[str, int | None, str], list[str]] = {}
+    for cap in usable:
+        for dtype, answer in caps[cap]["kv_cache_dtypes"].items():
+            if answer is not False:
+                accepted.setdefault(dtype, []).append(cap)
+        for dtype, by_head in (caps[cap].get("combination") or {}).items():
+            for head, reason in by_head.items():
+                if isinstance(reason, str) and "not installed" not in reason:
+                    key = (dtype, None if entry["is_mla"] else int(head), reason)
+                    refusals.setdefault(key, []).append(cap)
+    head_sizes = sorted(
+        {int(h) for row in caps.values() for h, ok in row["head_sizes"].items() if ok is True}
+    )
+    args: list[tuple[str | None, Expr]] = [(None, name), (None, entry["vendor_assumed"])]
+    if entry["is_mla"]:
+        args.append(("mla", True))
+    if entry["is_sparse"]:
+        args.append(("sparse", True))
+    if len(usable) != len(caps):
+        args.append(("capabilities", Tup(tuple(usable))))
+    args.append(("kv_cache_dtypes", Tup(tuple(d for d, c in accepted.items() if c == usable))))
+    limited = tuple((d, Tup(tuple(c))) for d, c in accepted.items() if c != usable)
+    if limited:
+        args.append(("limited", Dct(limited)))
+    args.append(("head_sizes", Tup(tuple(head_sizes))))
+    if refusals:
+        rows = tuple(
+            Call(
+                "Refusal",
+                ((None, d), (None, h), (None, Tup(tuple(c))), (None, Words(r))),
+                expanded=True,
+            )
+            for (d, h, r), c in refusals.items()
+        )
+        args.append(("refusals", Tup(rows)))
+    return Call("Backend", tuple(args), expanded=True)
+
+
+def vllm_backends(evidence: dict[str, Any]) -> tuple[tuple[int, ...], dict[str, Call]]:
+    """(the head sizes every backend was asked about, the backends that have a class, in the
+    registry's order)."""
+    probed = {
+        tuple(int(h) for h in row["head_sizes"])
+        for entry in evidence["backends"].values()
+        for row in entry.get("by_capability", {}).values()
+    }
+    if len(probed) != 1:
+        raise ValueError(f"backends were asked about different head sizes: {sorted(probed)}")
+    backends = {
+        name: vllm_backend(name, entry)
+        for name, entry in evidence["backends"].items()
+        if "by_capability" in entry
+    }
+    return next(iter(probed)), backends
+
+
+def render_vllm_backends(evidence: dict[str, Any]) -> str:
+    """The text of kvscale/engine/vllm/backend_table.py."""
+    if evidence["schema"] != "kvscale.vllm-backends/1":
+        raise ValueError(f"unexpected schema {evidence['schema']!r}")
+    provenance = evidence["provenance"]
+    head_sizes, backends = vllm_backends(evidence)
+    lines = [
+        f'"""vLLM {provenance["vllm_version"]}\'s attention backends: the KV-cache dtypes, '
+        "compute capabilities and",
+        "head sizes each runs (``kvscale.engine.vllm.backend_types`` defines the types,",
+        "``kvscale.engine.vllm.backends`` answers questions with them).",
+        "",
+        *_generated_by(VLLM_BACKENDS_EVIDENCE),
+        "",
+        "``tests/parity/vllm_dtype_oracle.py --backends-out`` asks every backend class of vLLM's",
+        "registry (``supports_kv_cache_dtype``, ``supports_compute_capability``,",
+        "``supports_head_size``, ``supports_combination``) on every compute capability of its",
+        "vendor; ``vllm_backend`` in the renderer folds the answers per backend: the capabilities",
+        "it runs on (None: every one of its vendor's, or a CPU/XPU backend), the dtypes it accepts",
+        "on all of them, those it accepts on some only (``limited``), the head sizes it runs of",
+        "those probed, and the static refusals of ``supports_combination``. An answer that depends",
+        "on the machine (flash-attn version, an installed package, an environment variable)",
+        "counts as accepted: kvscale cannot rule it out.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from kvscale.engine.vllm.backend_types import Backend, Refusal",
+        "",
+        f'VLLM_VERSION = "{provenance["vllm_version"]}"',
+        f'SOURCES_SHA256 = "{_sources_digest(provenance["vllm_sources_sha256"])}"',
+        '"""sha256 over the sha256 of every vLLM source file read to derive this table."""',
+        "",
+        *layout(Tup(head_sizes), "", "PROBED_HEAD_SIZES = "),
+        f'"""The head sizes the oracle asked every backend about (an MLA layer\'s is '
+        f'{head_sizes[-1]})."""',
+        "",
+        "BACKENDS: dict[str, Backend] = {",
+        "    b.name: b",
+        "    for b in (",
+    ]
+    for backend in backends.values():
+        lines += layout(backend, "        ", "", ",")
+    lines += [
+        "    )",
+        "}",
+        '"""Every backend of the registry that has a backend class, in the registry\'s order."""',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ======================================================================================
+# The registry, and the command
+# ======================================================================================
+
+
+@dataclass(frozen=True)
+class Table:
+    """One generated module: the evidence it is rendered from, the oracle command that writes
+    that evidence, and the renderer."""
+
+    evidence: Path
+    oracle: str
+    render: Callable[[dict[str, Any]], str]
+    module: Path
+
+    def rendered(self) -> str:
+        return self.render(json.loads(self.evidence.read_text()))
+
+
+TABLES: tuple[Table, ...] = (
+    Table(
+        SGLANG_EVIDENCE,
+        "tests/parity/sglang_architectures.py --out",
+        render_sglang,
+        SGLANG_TABLE,
+    ),
+    Table(
+        VLLM_EVIDENCE,
+        "tests/parity/vllm_oracle.py --arch-drop-out",
+        render_vllm,
+        VLLM_TABLE,
+    ),
+    Table(
+        VLLM_CLASSES_EVIDENCE,
+        "tests/parity/vllm_arch_oracle.py --classes-out",
+        render_vllm_classes,
+        VLLM_CLASSES_TABLE,
+    ),
+    Table(
+        VLLM_BACKENDS_EVIDENCE,
+        "tests/parity/vllm_dtype_oracle.py --backends-out",
+        render_vllm_backends,
+        VLLM_BACKENDS_TABLE,
+    ),
+)
+"""Every generated module: evidence file -> renderer -> module."""
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="fail if a committed table is stale")
+    ap.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 naming every stale table"
+    )
     args = ap.parse_args(argv)
     stale = []
     for table in TABLES:
-        text = render(table)
-        rel = table.relative_to(REPO)
+        text = table.rendered()
+        rel = table.module.relative_to(REPO).as_posix()
+        if table.module.is_file() and table.module.read_text() == text:
+            continue
         if args.check:
-            if table.read_text() != text:
-                stale.append(str(rel))
-        elif not table.is_file() or table.read_text() != text:
-            table.write_text(text)
+            stale.append(rel)
+        else:
+            table.module.write_text(text)
             print(f"wrote {rel}")
     if stale:
         print(f"stale: {', '.join(stale)}: run {COMMAND}", file=sys.stderr)

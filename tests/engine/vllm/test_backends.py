@@ -1,9 +1,8 @@
-"""kvscale's table of vLLM 0.33.0's attention backends against the oracle's evidence.
+"""kvscale/engine/vllm/backends.py: which of vLLM 0.33.0's attention backends run a dtype.
 
-tests/parity/vllm_backends.json records what every backend class of vLLM's registry answers
-(``supports_kv_cache_dtype``, ``supports_compute_capability``, ``supports_head_size``,
-``supports_combination``), executed by tests/parity/vllm_dtype_oracle.py. ``fold`` below folds
-it the way kvscale/engine/vllm/backends.py documents; the module must hold exactly that.
+The table itself (``backend_table.py``) is rendered from tests/parity/vllm_backends.json, the
+answers of every backend class of vLLM's registry executed by tests/parity/vllm_dtype_oracle.py;
+tests/parity/test_tables.py re-renders it and checks the fold.
 """
 
 from __future__ import annotations
@@ -15,71 +14,12 @@ from typing import Any
 import pytest
 
 from kvscale.engine.vllm import backends
-from kvscale.engine.vllm.backends import BACKENDS, Backend, Refusal
+from kvscale.engine.vllm.backends import BACKENDS
 from kvscale.engine.vllm.kv_cache_dtypes import KV_CACHE_DTYPES
 
-EVIDENCE = Path(__file__).resolve().parents[2] / "parity" / "vllm_backends.json"
-DOC: dict[str, Any] = json.loads(EVIDENCE.read_text())
-DTYPE_DOC: dict[str, Any] = json.loads((EVIDENCE.parent / "vllm_dtype_expected.json").read_text())
-
-
-def fold(name: str, entry: dict[str, Any]) -> Backend:
-    """One backend's evidence as kvscale's table holds it."""
-    caps: dict[str, Any] = entry["by_capability"]
-    any_capability = list(caps) == ["any"]
-    usable = [
-        c for c, row in caps.items() if any_capability or row["compute_capability"] is not False
-    ]
-    accepted: dict[str, list[str]] = {}
-    refusals: dict[tuple[str, int | None, str], list[str]] = {}
-    for cap in usable:
-        for dtype, answer in caps[cap]["kv_cache_dtypes"].items():
-            if answer is not False:  # True, or {"depends_on": ...}: not ruled out
-                accepted.setdefault(dtype, []).append(cap)
-        for dtype, by_head in (caps[cap].get("combination") or {}).items():
-            for head, reason in by_head.items():
-                # a string is vLLM's reason; a missing package is the machine's, not vLLM's
-                if isinstance(reason, str) and "not installed" not in reason:
-                    # the oracle asks MLA backends at the latent row (576) only
-                    key = (dtype, None if entry["is_mla"] else int(head), reason)
-                    refusals.setdefault(key, []).append(cap)
-    return Backend(
-        name,
-        entry["vendor_assumed"],
-        mla=entry["is_mla"],
-        sparse=entry["is_sparse"],
-        capabilities=None if len(usable) == len(caps) else tuple(usable),
-        kv_cache_dtypes=tuple(d for d, c in accepted.items() if c == usable),
-        limited={d: tuple(c) for d, c in accepted.items() if c != usable},
-        head_sizes=tuple(
-            sorted(
-                {
-                    int(h)
-                    for row in caps.values()
-                    for h, ok in row["head_sizes"].items()
-                    if ok is True
-                }
-            )
-        ),
-        refusals=tuple(Refusal(d, h, tuple(c), r) for (d, h, r), c in refusals.items()),
-    )
-
-
-def test_table_is_the_evidence() -> None:
-    assert DOC["schema"] == "kvscale.vllm-backends/1"
-    assert DOC["provenance"]["vllm_version"] == "0.33.0"
-    folded = {n: fold(n, e) for n, e in DOC["backends"].items() if "by_capability" in e}
-    # no class: TORCH_SDPA (ViT only), NO_ATTENTION (not in the wheel), CUSTOM (placeholder)
-    assert set(DOC["backends"]) - set(folded) == {"TORCH_SDPA", "NO_ATTENTION", "CUSTOM"}
-    assert list(BACKENDS) == list(folded)
-    for name, backend in folded.items():
-        assert BACKENDS[name] == backend, name
-    probed = {
-        tuple(int(h) for h in row["head_sizes"])
-        for name in folded
-        for row in DOC["backends"][name]["by_capability"].values()
-    }
-    assert probed == {backends.PROBED_HEAD_SIZES}
+DTYPE_DOC: dict[str, Any] = json.loads(
+    (Path(__file__).resolve().parents[2] / "parity" / "vllm_dtype_expected.json").read_text()
+)
 
 
 def test_which_dtypes_run_where() -> None:
