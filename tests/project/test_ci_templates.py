@@ -160,7 +160,7 @@ def test_github_workflow_structure() -> None:
     env, steps = run_local.github_steps()
     assert env["CHECKPOINT"] == "${{ matrix.checkpoint }}"
     assert env["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
-    assert env["KVSCALE_PACKAGE"] == "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.2.0"
+    assert env["KVSCALE_PACKAGE"] == "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.3.0"
     assert [(s.name, s.installs) for s in steps] == [
         ("Install kvscale", True),
         ("Inspect KV-cache scales", False),
@@ -182,7 +182,7 @@ def test_gitlab_job_structure() -> None:
     assert variables["CHECKPOINT"] == "hf://ORG/NAME@main"
     assert variables["GIT_LFS_SKIP_SMUDGE"] == "1"
     assert variables["KVSCALE_PACKAGE"] == (
-        "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.2.0"
+        "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.3.0"
     )
     assert run_local.gitlab_document()["image"] == "python:3.11"  # not -slim: pip needs git
     assert run_local.gitlab_before_script() == ['python -m pip install "$KVSCALE_PACKAGE"']
@@ -201,15 +201,15 @@ def test_templates_download_no_weights_and_no_torch() -> None:
 
 
 def test_install_source_substitution(tmp_path: Path) -> None:
-    requirement = "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.2.0"
-    assert run_local.requirement_tag(requirement) == "v0.2.0"
+    requirement = "kvscale[hub] @ git+https://github.com/OWNER/kvscale@v0.3.0"
+    assert run_local.requirement_tag(requirement) == "v0.3.0"
     assert run_local.requirement_tag("kvscale @ git+https://h/o/kvscale@0123abc") == "0123abc"
     clone = tmp_path / "kvscale"
     assert run_local.local_install_source(requirement, clone) == (
-        f"kvscale[hub] @ git+file://localhost{clone.as_posix()}@v0.2.0"
+        f"kvscale[hub] @ git+file://localhost{clone.as_posix()}@v0.3.0"
     )
     with pytest.raises(ValueError, match="OWNER/kvscale@TAG"):
-        run_local.local_install_source("kvscale==0.2.0", clone)
+        run_local.local_install_source("kvscale==0.3.0", clone)
     with pytest.raises(ValueError, match="pins no revision"):
         run_local.requirement_tag("kvscale @ git+https://github.com/OWNER/kvscale")
 
