@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import torch
 
     from kvscale.core.inspect import ScaleReport
+    from kvscale.engine.base import Engine
     from kvscale.model.load import LoadedModel
 
 DEFAULT_MAX_KL = 0.01
@@ -587,17 +588,8 @@ def plan_model(
     flags: tuple[str, ...] = ()
     verify_command: tuple[str, ...] = ()
     if chosen is not None:
-        # Name a backend when the configuration depends on it (a format only some backends run,
-        # per-head scales only some honour), or when the user chose one.
-        backend = options.engine.attention_backend
-        needs = chosen.candidate.backends
-        if backend is None and needs and engine.default_attention_backend not in needs:
-            backend = needs[0]
-        flags = engine.serve_command(
-            checkpoint,
-            chosen.candidate.kv_cache_dtype,
-            skip_layers=chosen.candidate.skip_layers,
-            attention_backend=backend,
+        flags, backend = serve_flags(
+            engine, chosen.candidate, checkpoint, options.engine.attention_backend
         )
         verify_command = _verify_command(checkpoint, options, chosen.candidate, backend)
     notes = []
@@ -627,6 +619,28 @@ def plan_model(
         forward_seconds=forward_seconds,
         notes=tuple(notes),
     )
+
+
+def serve_flags(
+    engine: Engine, candidate: Candidate, checkpoint: str, attention_backend: str | None
+) -> tuple[tuple[str, ...], str | None]:
+    """The engine's serving command for a chosen candidate (``PlanResult.flags``), and the
+    attention backend it names. A backend is named when the user chose one, or when the
+    configuration depends on it (a format only some backends run, per-head scales only some
+    honour) and the engine's default backend is not among them.
+    ``tests/parity/serve_flags_oracle.py`` parses every such command with the engine's own
+    argument parser."""
+    backend = attention_backend
+    needs = candidate.backends
+    if backend is None and needs and engine.default_attention_backend not in needs:
+        backend = needs[0]
+    flags = engine.serve_command(
+        checkpoint,
+        candidate.kv_cache_dtype,
+        skip_layers=candidate.skip_layers,
+        attention_backend=backend,
+    )
+    return flags, backend
 
 
 def _verify_command(
