@@ -589,7 +589,7 @@ def plan_model(
     verify_command: tuple[str, ...] = ()
     if chosen is not None:
         flags, backend = serve_flags(
-            engine, chosen.candidate, checkpoint, options.engine.attention_backend
+            engine, chosen.candidate, checkpoint, options.engine.attention_backend, report.platform
         )
         verify_command = _verify_command(checkpoint, options, chosen.candidate, backend)
     notes = []
@@ -622,18 +622,23 @@ def plan_model(
 
 
 def serve_flags(
-    engine: Engine, candidate: Candidate, checkpoint: str, attention_backend: str | None
+    engine: Engine,
+    candidate: Candidate,
+    checkpoint: str,
+    attention_backend: str | None,
+    platform: str,
 ) -> tuple[tuple[str, ...], str | None]:
     """The engine's serving command for a chosen candidate (``PlanResult.flags``), and the
     attention backend it names. A backend is named when the user chose one, or when the
     configuration depends on it (a format only some backends run, per-head scales only some
-    honour) and the engine's default backend is not among them.
+    honour) and the engine's default backend is not among them: the engine's pick for the
+    platform (``Engine.backend_to_name``).
     ``tests/parity/serve_flags_oracle.py`` parses every such command with the engine's own
     argument parser."""
     backend = attention_backend
     needs = candidate.backends
     if backend is None and needs and engine.default_attention_backend not in needs:
-        backend = needs[0]
+        backend = engine.backend_to_name(needs, platform)
     flags = engine.serve_command(
         checkpoint,
         candidate.kv_cache_dtype,

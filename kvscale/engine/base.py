@@ -469,6 +469,11 @@ class Engine(ABC):
         """The backends that honour per-head k/v scales with this dtype (none by default)."""
         return ()
 
+    def backend_to_name(self, runnable: Sequence[str], platform: str) -> str:
+        """Which of ``runnable`` (each runs the configuration) a serving command names when the
+        engine's default backend is not among them. Default: the first."""
+        return runnable[0]
+
     def nvfp4_global_scales(
         self, value: float, gpu_arch: str | None
     ) -> tuple[EngineGlobalScale, ...]:

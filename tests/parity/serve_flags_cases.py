@@ -177,9 +177,10 @@ def _models(root: Path) -> dict[str, Path]:
     return {"mha": mha, "mla": mla}
 
 
-def _choices(root: Path) -> Iterator[tuple[str, str, Candidate, str | None]]:
-    """(engine, model kind, candidate, the user's --attention-backend) for every choice plan
-    can make: candidates it measures (``_status``), with every backend the user may name."""
+def _choices(root: Path) -> Iterator[tuple[str, str, Candidate, str | None, str]]:
+    """(engine, model kind, candidate, the user's --attention-backend, platform) for every
+    choice plan can make: candidates it measures (``_status``), with every backend the user may
+    name."""
     for engine_name in ENGINES:
         engine = get_engine(engine_name)
         for kind, path in _models(root).items():
@@ -201,14 +202,14 @@ def _choices(root: Path) -> Iterator[tuple[str, str, Candidate, str | None]]:
                         for c in candidates_for(report, options, head_size, report.shape.kv_heads):
                             for backend in (None, *engine.attention_backends):
                                 if _status(c, backend)[0] == "measured":
-                                    yield engine_name, kind, c, backend
+                                    yield engine_name, kind, c, backend, report.platform
 
 
 def serve_cases() -> dict[str, ServeCase]:
     """Every distinct serving configuration, by name (sorted)."""
     found: dict[tuple[Any, ...], tuple[tuple[str, ...], set[str]]] = {}
     with tempfile.TemporaryDirectory(prefix="kvscale-serve-flags-") as tmp:
-        for engine_name, kind, candidate, user_backend in _choices(Path(tmp)):
+        for engine_name, kind, candidate, user_backend, platform in _choices(Path(tmp)):
             engine = get_engine(engine_name)
             checkpoint = OUT_CHECKPOINT if candidate.scales == "calibrated" else MODEL
             skips: tuple[tuple[str, ...], ...] = ((),)
@@ -216,7 +217,7 @@ def serve_cases() -> dict[str, ServeCase]:
                 skips += SKIP_SETS
             for skip in skips:
                 chosen = dataclasses.replace(candidate, skip_layers=skip)
-                argv, backend = serve_flags(engine, chosen, checkpoint, user_backend)
+                argv, backend = serve_flags(engine, chosen, checkpoint, user_backend, platform)
                 key = (engine_name, checkpoint, candidate.kv_cache_dtype, skip, backend)
                 if key not in found:
                     found[key] = (argv, set())

@@ -145,6 +145,20 @@ class VllmEngine(Engine):
         runs = self.backends_for(kv_cache_dtype, head_size=None, gpu_arch=None, latent=False)
         return tuple(b for b in backends.PER_HEAD_BACKENDS if runs and b in runs)
 
+    def backend_to_name(self, runnable: Sequence[str], platform: str) -> str:
+        """The first backend of the GPUs the platform means: ROCm's for ``fnuz`` (MI300), else
+        CUDA's, then ROCm's (an OCP MI350), then the rest. The backend list holds every vendor's
+        (``Backend.vendor``: the platform class whose ``get_attn_backend_cls`` names it), and
+        a ROCm-only backend on an NVIDIA GPU fails at start-up."""
+        order = ("rocm", "cuda") if platform == "fnuz" else ("cuda", "rocm")
+
+        def rank(name: str) -> int:
+            found = backends.BACKENDS.get(name.upper())
+            vendor = found.vendor if found is not None else ""
+            return order.index(vendor) if vendor in order else len(order)
+
+        return min(runnable, key=rank)
+
     def serve_command(
         self,
         checkpoint: str,

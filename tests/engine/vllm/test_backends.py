@@ -97,3 +97,17 @@ def test_lookup_takes_any_case() -> None:
     assert backends.lookup("flashinfer") is BACKENDS["FLASHINFER"]
     assert backends.lookup("Triton_Attn") is BACKENDS["TRITON_ATTN"]
     assert backends.lookup("torch_sdpa") is None
+
+
+def test_the_backend_a_serving_command_names_runs_on_the_platforms_gpus() -> None:
+    """plan named ROCM_AITER_MLA (the first MLA backend of the unfiltered list) for an NVIDIA
+    serve: a ROCm-only backend there fails at start-up."""
+    from kvscale.engine.registry import get_engine
+
+    vllm = get_engine("vllm")
+    runnable = ("rocm_aiter_mla", "rocm_aiter_triton_mla", "triton_mla", "cpu_attn")
+    assert vllm.backend_to_name(runnable, "ocp") == "triton_mla"
+    assert vllm.backend_to_name(runnable, "fnuz") == "rocm_aiter_mla"
+    assert vllm.backend_to_name(("rocm_attn",), "ocp") == "rocm_attn"  # OCP MI350: ROCm's
+    assert vllm.backend_to_name(("cpu_attn", "rocm_attn"), "ocp") == "rocm_attn"
+    assert get_engine("sglang").backend_to_name(("b", "a"), "ocp") == "b"
