@@ -308,3 +308,25 @@ def test_verify_data_reproduces_a_confirmation_run_with_skipped_layers(
             runs[skip].kl_max,
         )
     assert runs[("0",)].kl_mean < runs[()].kl_mean  # type: ignore[operator]
+
+
+def test_the_error_meter_sums_squares_of_the_finite_values() -> None:
+    """Per-layer attribution rests on these sums: float64 sums of the squared round-trip error
+    and of the squared input; NaN / inf values are left out, and squares past float32's range
+    are summed in float64 rather than becoming inf."""
+    from kvscale.core.plan import _ErrorMeter
+
+    meter = _ErrorMeter()
+    halve = meter.wrap("l", "k", lambda x: x.to(torch.float32) * 0.5)
+    x = torch.tensor([[1.0, -2.0, 4.0]], dtype=torch.bfloat16)
+    assert torch.equal(halve(x), torch.tensor([[0.5, -1.0, 2.0]]))
+    assert meter.sums[("l", "k")] == [0.25 + 1.0 + 4.0, 1.0 + 4.0 + 16.0]
+    special = torch.tensor([3.0, math.nan, math.inf, 2.0**100])
+    halve(special)
+    # 2**100 halved: an error of 2**99, whose square (2**198) is past float32's range.
+    assert meter.sums[("l", "k")] == [
+        5.25 + 1.5**2 + float(2.0**99) ** 2,
+        21.0 + 9.0 + float(2.0**100) ** 2,
+    ]
+    shares = meter.shares(["l", "m"])
+    assert shares[1].k_error == 0.0 and shares[0].share == 1.0
