@@ -365,7 +365,7 @@ def write_directory_atomic(out: str | os.PathLike[str], fill: Callable[[Path], N
     except OSError as exc:
         raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_staging(staging)
     return target
 
 
@@ -523,13 +523,29 @@ def write_output(
         raise InputError(source, f"a file changed while it was copied ({exc})") from None
     finally:
         if not committed:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_staging(staging)
     files = (*(results[job.path] for job in jobs), results[MANIFEST_NAME])
     return files, existing is not None
 
 
 ABORT_GRACE_SECONDS = 2.0
 """How long an interrupted write waits for its copy threads to stop before it cleans up."""
+
+REMOVE_RETRY_SECONDS = 2.0
+"""How long removing an abandoned staging directory keeps retrying (see ``remove_staging``)."""
+
+
+def remove_staging(staging: Path) -> None:
+    """Remove an abandoned staging directory. A copy thread that outlived the abort's grace
+    period (a loaded machine, a slow disk) can create or extend a file while ``rmtree`` runs,
+    whose last ``rmdir`` then fails with ENOTEMPTY; so retry briefly until the directory is gone.
+    What a thread stuck in the kernel leaves is removed by the next run (``clean_stale``)."""
+    deadline = time.monotonic() + REMOVE_RETRY_SECONDS
+    while True:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.lexists(staging) or time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def _write_files(

@@ -68,3 +68,34 @@ def test_clean_stale_only_removes_dead_runs(tmp_path: Path) -> None:
         p.mkdir()
     assert sorted(clean_stale(out)) == sorted([stale, reused])
     assert live.exists() and other.exists()
+
+
+def test_a_file_created_while_the_staging_is_removed_is_removed_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy thread that outlives the abort can create a file while rmtree runs (its last rmdir
+    then fails, ENOTEMPTY, ignored): SIGTERM during normalize left the hidden staging behind."""
+    import shutil
+
+    from kvscale.io import staging as staging_module
+
+    staging = tmp_path / ".out.kvscale-tmp-1-2-x"
+    (staging / "sub").mkdir(parents=True)
+    (staging / "sub" / "a").write_bytes(b"a")
+    real = shutil.rmtree
+    calls = []
+
+    def racing_rmtree(path: Path, ignore_errors: bool = False) -> None:
+        calls.append(path)
+        if len(calls) > 1:
+            real(path, ignore_errors=ignore_errors)
+            return
+        real(path / "sub")  # rmtree's walk, then a file appears before its last rmdir
+        (path / "late").write_bytes(b"written by a copy thread after the listing")
+        with pytest.raises(OSError):
+            os.rmdir(path)
+
+    monkeypatch.setattr(staging_module.shutil, "rmtree", racing_rmtree)
+    staging_module.remove_staging(staging)
+    assert not staging.exists()
+    assert len(calls) == 2
