@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.hostile import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERRUPTED = "kvscale: error: interrupted"
@@ -40,6 +41,7 @@ def _interrupt(args: list[str], delay: float, *, module: bool = False) -> tuple[
         [sys.executable, "-X", "importtime", *start, *args],
         cwd=ROOT,
         env=env,
+        preexec_fn=default_sigint,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

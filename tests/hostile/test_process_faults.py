@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from support.checkpoints import big_modelopt_checkpoint, write_scalar_checkpoint
+from support.hostile import default_sigint
 
 from kvscale.io.staging import is_own_output
 
@@ -184,6 +185,7 @@ def harness(
         env["H7_MARK"] = str(mark)
     return subprocess.Popen(
         [sys.executable, "-c", HARNESS, mode, str(arg), *map(str, argv)],
+        preexec_fn=default_sigint,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -321,4 +321,4 @@ def test_triton_kernel_module_imports_without_triton() -> None:
         "    print('unavailable:', e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "unavailable: the GPU cache-write kernel needs Triton" in out.stdout
+    assert "unavailable: the GPU MLA cache-write kernel needs Triton" in out.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import types
@@ -235,3 +236,11 @@ class HostileRunner:
         check_outcome(case, path, proc.returncode, stdout, stderr, json_mode)
         assert list(cwd.iterdir()) == [], f"{case.id}: wrote {list(cwd.iterdir())}"
         assert tree_state(self.kit.tmp) == before, f"{case.id}: the input changed"
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT: the default disposition, as
+    a terminal's foreground job has. A suite started as a background job of a non-interactive
+    shell (``nohup pytest &``) passes SIGINT on ignored, and Python then never raises
+    KeyboardInterrupt (tests/cli/test_interrupt.py checks that kvscale keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
