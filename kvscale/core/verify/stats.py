@@ -204,7 +204,8 @@ def run_layer(
             k_scale.to(device),
             v_scale.to(device),
         )
-        torch.cuda.synchronize(device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         got = dev_cache.cpu()
         for i, kind in enumerate(("k", "v")):
             mismatched[kind] = int((got[:, i] != ref_cache[:, i]).sum())
@@ -215,7 +216,8 @@ def run_layer(
                 engine_cache[:, 1], slot_mapping.to(device), kv_name, k_scale.to(device),
                 v_scale.to(device),
             )  # fmt: skip
-            torch.cuda.synchronize(device)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             theirs, ours = engine_cache.cpu(), dev_cache.cpu()
             for i, kind in enumerate(("k", "v")):
                 engine_differs[kind] = int((theirs[:, i] != ours[:, i]).sum())
