@@ -153,9 +153,6 @@ class HeldSample:
     def whole(self) -> torch.Tensor:
         return self.values
 
-    def first(self, tokens: int) -> HeldSample:
-        return HeldSample(self.values[:tokens])
-
 
 @dataclass(frozen=True)
 class DrawnSample:
@@ -185,11 +182,6 @@ class DrawnSample:
 
     def whole(self) -> torch.Tensor:
         return torch.cat(list(self.chunks()))
-
-    def first(self, tokens: int) -> DrawnSample:
-        if tokens != self.shape[0]:
-            raise ValueError("a drawn sample is used whole: K and V are drawn with one token count")
-        return self
 
 
 Sample = HeldSample | DrawnSample

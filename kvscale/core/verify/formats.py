@@ -62,11 +62,15 @@ class _RoundTrip:
         self.finite = 0
         self.values = 0
 
-    def add(self, x: torch.Tensor, y: torch.Tensor) -> None:
+    def add(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        """``x`` written, ``y`` what the cache gives back (None: the absmax and counts only)."""
         xf = x.to(torch.float32)
-        finite = torch.isfinite(xf) & torch.isfinite(y)
+        finite = torch.isfinite(xf)
+        if y is not None:
+            finite &= torch.isfinite(y)
         kept = xf[finite]
-        self.error.add(kept, y[finite])
+        if y is not None:
+            self.error.add(kept, y[finite])
         self.finite += kept.numel()
         self.values += x.numel()
         if kept.numel():
@@ -89,7 +93,7 @@ def unquantized_layer(
         x, src = kv_data[kind]
         trip = _RoundTrip()
         for chunk in x.chunks():
-            trip.add(chunk, chunk.to(torch.float32))
+            trip.add(chunk)
         out.append(
             KindStats(scale, trip.absmax, 0.0, 0.0, 0.0, None, src, tuple(trip.empty_failures()))
         )
@@ -214,7 +218,7 @@ def nvfp4_layer(
             zero_blocks += counts.zero_scale_blocks
             saturated_blocks += counts.saturated_blocks
             error.add(written, read)
-            trip.add(chunk, chunk.to(torch.float32))
+            trip.add(chunk)
         absmax = trip.absmax
         failures.extend(trip.empty_failures())
         zero = zero_blocks / blocks if blocks else 0.0

@@ -165,9 +165,11 @@ def run_layer(
     key, key_src = kv_data["k"]
     value, value_src = kv_data["v"]
     if key.shape != value.shape:
-        # K and V must share a slot mapping; fall back to the smaller common token count.
+        # K and V must share a slot mapping; fall back to the smaller common token count (of
+        # captured K and V: synthetic ones are drawn with one).
+        assert isinstance(key, HeldSample) and isinstance(value, HeldSample)
         tokens = min(key.shape[0], value.shape[0])
-        key, value = key.first(tokens), value.first(tokens)
+        key, value = HeldSample(key.values[:tokens]), HeldSample(value.values[:tokens])
     tokens, heads, head_size = key.shape
     k_scale = scale_tensor(layer.k_device, heads)
     v_scale = scale_tensor(layer.v_device, heads)
