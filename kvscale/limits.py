@@ -118,8 +118,9 @@ MAX_DOCUMENT_BYTES = Limit(
     None,
     "bytes of a JSON document kvscale reads back (kv_scales.json, saved inspect --json)",
 )
-# Why: verify sizes its caches from config values and activation files; a one-layer checkpoint
-# claiming 10**6 heads of size 10**6 would otherwise allocate a terabyte before anything runs.
+# Why: verify's work follows config values and activation files; a one-layer checkpoint claiming
+# 10**6 heads of size 10**6 would otherwise run for days, and with --gpu (which compares whole
+# caches) allocate a terabyte. Without --gpu memory follows a 64 MiB chunk (core/verify/chunks.py).
 MAX_VERIFY_ELEMENTS = Limit(
     "max-verify-elements",
     "KVSCALE_MAX_VERIFY_ELEMENTS",

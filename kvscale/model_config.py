@@ -57,6 +57,9 @@ class ModelShape:
     hybrid_override_pattern: str | None = None
     head_size: int | None = None
     """``head_dim``, else ``hidden_size // num_attention_heads`` (only verify's samples use it)."""
+    head_size_from: str | None = None
+    """The config.json values ``head_size`` comes from (``head_dim=128``, or ``hidden_size=4096 /
+    num_attention_heads=32``), for verify's messages."""
     kv_lora_rank: int | None = None
     """MLA (DeepSeek-V2/V3 style): the width of the compressed latent ``kv_c`` the cache holds."""
     qk_rope_head_dim: int | None = None
@@ -181,10 +184,12 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
     heads_source = config if config.get("num_attention_heads") is not None else text
     heads = _opt_int(heads_source, "num_attention_heads", where, MAX_HEADS)
     head_size = pick("head_dim")
+    head_size_from = f"head_dim={head_size}"
     if not (isinstance(head_size, int) and not isinstance(head_size, bool) and head_size > 0):
         hidden = pick("hidden_size")
         valid_hidden = isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0
         head_size = hidden // heads if valid_hidden and heads else None
+        head_size_from = f"hidden_size={hidden} / num_attention_heads={heads}"
     layers = _opt_int(source, "num_hidden_layers", where, MAX_LAYERS)
     window = _sliding_window(config, text, where)
     return ModelShape(
@@ -196,9 +201,11 @@ def parse_model_shape(config: Mapping[str, Any] | None, where: str = "config.jso
         config_dtype=dtype,
         layer_types=layer_types,
         hybrid_override_pattern=pattern,
-        # Kept whatever its size: verify, the one user, bounds its buffers by max-verify-elements
-        # and names that limit (a silently dropped head_dim would verify another shape).
+        # Kept whatever its size: verify, the one user, bounds its work by max-verify-elements
+        # and its memory by chunks, and its refusals name head_size_from (a silently dropped
+        # head_dim would verify another shape).
         head_size=head_size or None,
+        head_size_from=head_size_from if head_size else None,
         kv_lora_rank=_optional_positive(config, text, "kv_lora_rank", where),
         qk_rope_head_dim=_optional_positive(config, text, "qk_rope_head_dim", where),
         q_lora_rank=_optional_positive(config, text, "q_lora_rank", where),

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -100,6 +100,7 @@ __all__ = [
     "nvfp4_full_dim",
     "nvfp4_kv_cache_shape",
     "nvfp4_layer_stats",
+    "nvfp4_write_round_trip",
     "nvfp4_write_stats",
     "quantize_nvfp4",
     "read_nvfp4_cache",
@@ -886,6 +887,41 @@ class NVFP4WriteStats:
         return self.saturated_blocks / self.blocks if self.blocks else 0.0
 
 
+def nvfp4_write_round_trip(
+    x: torch.Tensor,
+    global_scale: torch.Tensor | float,
+    kv_cache_dtype: str = "nvfp4",
+    *,
+    track_ambiguity: bool = True,
+) -> tuple[NVFP4WriteStats, torch.Tensor, torch.Tensor]:
+    """Write ``x [..., head_size]`` (bf16/fp16) with checkpoint scale ``global_scale`` and read it
+    back: the block counts (``relative_rms_error`` left NaN), and over the finite elements of
+    ``x`` its float32 values and what the cache gives back for them, the pairs the error sums
+    over (``nvfp4_write_stats`` at once; ``kvscale verify`` chunk by chunk)."""
+    q = quantize_nvfp4(x, global_scale, kv_cache_dtype, track_ambiguity=track_ambiguity)
+    xf = x.detach().to("cpu", torch.float32)
+    groups = xf.reshape(-1, SF_VEC_SIZE)
+    scale_values = _e4m3_value(q.scales.reshape(-1))
+    zero_scale = (scale_values == 0) & (groups != 0).any(dim=1)
+    scale_saturated = q.scales.reshape(-1) == E4M3_MAX_BYTE
+    clipped = (q.scaled.reshape(-1, SF_VEC_SIZE).abs() >= E2M1_CLIP_BOUND).any(dim=1)
+    nonfinite = ~torch.isfinite(groups).all(dim=1)
+    deq = dequantize_nvfp4(q.data, q.scales, global_scale).reshape(-1)
+    ref = xf.reshape(-1)
+    finite = torch.isfinite(ref)
+    counts = NVFP4WriteStats(
+        blocks=groups.shape[0],
+        zero_scale_blocks=int(zero_scale.sum()),
+        scale_saturated_blocks=int(scale_saturated.sum()),
+        clipped_blocks=int(clipped.sum()),
+        saturated_blocks=int((scale_saturated | clipped).sum()),
+        nonfinite_blocks=int(nonfinite.sum()),
+        ambiguous_blocks=int(q.ambiguous.sum()),
+        relative_rms_error=math.nan,
+    )
+    return counts, ref[finite], deq[finite]
+
+
 def nvfp4_write_stats(
     x: torch.Tensor,
     global_scale: torch.Tensor | float,
@@ -895,27 +931,14 @@ def nvfp4_write_stats(
 ) -> NVFP4WriteStats:
     """Statistics of writing ``x [..., head_size]`` (bf16/fp16) with checkpoint scale
     ``global_scale``."""
-    q = quantize_nvfp4(x, global_scale, kv_cache_dtype, track_ambiguity=track_ambiguity)
-    xf = x.detach().to("cpu", torch.float32)
-    groups = xf.reshape(-1, SF_VEC_SIZE)
-    scale_values = _e4m3_value(q.scales.reshape(-1))
-    zero_scale = (scale_values == 0) & (groups != 0).any(dim=1)
-    scale_saturated = q.scales.reshape(-1) == E4M3_MAX_BYTE
-    clipped = (q.scaled.reshape(-1, SF_VEC_SIZE).abs() >= E2M1_CLIP_BOUND).any(dim=1)
-    nonfinite = ~torch.isfinite(groups).all(dim=1)
-    deq = dequantize_nvfp4(q.data, q.scales, global_scale).reshape(-1).double()
-    ref = xf.reshape(-1).double()
-    finite = torch.isfinite(ref)
-    denominator = float((ref[finite] ** 2).sum())
-    numerator = float(((deq[finite] - ref[finite]) ** 2).sum())
-    return NVFP4WriteStats(
-        blocks=groups.shape[0],
-        zero_scale_blocks=int(zero_scale.sum()),
-        scale_saturated_blocks=int(scale_saturated.sum()),
-        clipped_blocks=int(clipped.sum()),
-        saturated_blocks=int((scale_saturated | clipped).sum()),
-        nonfinite_blocks=int(nonfinite.sum()),
-        ambiguous_blocks=int(q.ambiguous.sum()),
+    counts, written, read = nvfp4_write_round_trip(
+        x, global_scale, kv_cache_dtype, track_ambiguity=track_ambiguity
+    )
+    ref, deq = written.double(), read.double()
+    denominator = float((ref**2).sum())
+    numerator = float(((deq - ref) ** 2).sum())
+    return replace(
+        counts,
         relative_rms_error=math.sqrt(numerator / denominator) if denominator > 0 else 0.0,
     )
 

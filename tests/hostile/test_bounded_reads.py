@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -173,49 +176,145 @@ def test_special_files_in_the_checkpoint_are_skipped_not_read(tmp_path: Path) ->
     assert not {"pipe.json", "zeros.bin"} & set(os.listdir(tmp_path / "out" / "checkpoint"))
 
 
+def one_layer(root: Path, config: dict[str, int], scales: Any = 0.5) -> Path:
+    """A one-layer compressed-tensors checkpoint whose config.json declares ``config``
+    (``scales``: one per tensor, or a list of per-head scales)."""
+    t = attention_weights(1)
+    per_head = isinstance(scales, list)
+    shape = (len(scales), 1, 1) if per_head else None
+    t[f"{P.format(0)}.k_scale"] = tensor(scales, shape=shape)
+    t[f"{P.format(0)}.v_scale"] = tensor(scales, shape=shape)
+    cfg = llama_config(1, quant=quant_config("ct-head" if per_head else "compressed-tensors"))
+    cfg.update(config)
+    return write_checkpoint(root, t, cfg)
+
+
 @pytest.mark.parametrize(
-    "config, args",
+    "config, args, declared",
     [
         pytest.param(
             {"head_dim": 65536, "num_key_value_heads": 1024, "num_attention_heads": 1024},
             (),
+            ("head_dim=65536 x num_key_value_heads=1024", "head_size=65536 x num_kv_heads=1024"),
             id="head_dim-65536-x-1024-heads",
         ),
         pytest.param(
             {"hidden_size": 1 << 26, "num_attention_heads": 1024, "num_key_value_heads": 1024},
             (),
+            (
+                "hidden_size=67108864 / num_attention_heads=1024 x num_key_value_heads=1024",
+                "head_size=65536 x num_kv_heads=1024",
+            ),
             id="hidden_size-2^26",
         ),
         pytest.param(
             {"head_dim": 128, "num_key_value_heads": 1024, "num_attention_heads": 1024},
             ("--tokens", "4194304"),
+            ("head_dim=128 x num_key_value_heads=1024", "head_size=128 x num_kv_heads=1024"),
             id="tokens-max",
         ),
         pytest.param(
             {"head_dim": 1 << 28},
             (),
+            ("head_dim=268435456 x num_key_value_heads=2", "head_size=268435456 x num_kv_heads=2"),
             id="head_dim-2^28",
         ),
     ],
 )
 def test_verify_refuses_a_terabyte_buffer(
-    tmp_path: Path, config: dict[str, int], args: tuple[str, ...]
+    tmp_path: Path, config: dict[str, int], args: tuple[str, ...], declared: tuple[str, str]
 ) -> None:
-    t = attention_weights(1)
-    t[f"{P.format(0)}.k_scale"] = tensor(0.5)
-    t[f"{P.format(0)}.v_scale"] = tensor(0.5)
-    cfg = llama_config(1, quant=quant_config("compressed-tensors"))
-    cfg.update(config)
-    src = write_checkpoint(tmp_path / "ckpt", t, cfg)
+    src = one_layer(tmp_path / "ckpt", config)
     args = args or ("--tokens", "64")
     with deadline(10):
         result = invoke("verify", src, *args)
-    err = one_line_error(result, str(src))
+    err = one_line_error(result, str(src), f"(config.json declares {declared[0]})")
     assert "max-verify-elements" in err and "KVSCALE_MAX_VERIFY_ELEMENTS" in err
     # The same check guards a scales output sized from its JSON.
     out = normalized(src, tmp_path / "out")
     with deadline(10):
-        one_line_error(invoke("verify", out, *args), "KVSCALE_MAX_VERIFY_ELEMENTS")
+        one_line_error(
+            invoke("verify", out, *args),
+            "KVSCALE_MAX_VERIFY_ELEMENTS",
+            f"(kv_scales.json declares {declared[1]})",
+        )
+
+
+def test_verify_refuses_a_row_wider_than_a_chunk(tmp_path: Path) -> None:
+    """Issue 25 item 7: verify holds one chunk of 64 MiB at a time; one token's row (kv heads x
+    head size) must fit in it, and the refusal names the file that declares the row."""
+    wide = {"head_dim": 4096, "num_key_value_heads": 512, "num_attention_heads": 512}
+    src = one_layer(tmp_path / "ckpt", wide)
+    row = (
+        "one token's K (and V) row of model.layers.0.self_attn.attn would be 512 x 4,096 = "
+        "2,097,152 values, more than verify holds at once (1,048,576 values, its 64 MiB chunk)"
+    )
+    with deadline(10):
+        err = one_line_error(invoke("verify", src, "--tokens", "1"), str(src))
+    assert err == (
+        f"kvscale: error: {src}: config.json declares head_dim=4096 x num_key_value_heads=512: "
+        f"{row} (correct the head size and kv heads in config.json; real models stay under "
+        "32,768 values per row (Llama 3.1 405B: 8 x 128))\n"
+    )
+    out = normalized(src, tmp_path / "out")
+    with deadline(10):
+        one_line_error(
+            invoke("verify", out, "--tokens", "1"),
+            f"{out}: kv_scales.json declares head_size=4096 x num_kv_heads=512: {row}",
+            "kv_scales.json records the shape of the checkpoint it was written from: correct "
+            "that checkpoint's config.json and write the scales again",
+        )
+    # Per-head scales set the kv heads: the message says so.
+    heads = {"head_dim": 1 << 16, "num_key_value_heads": 32, "num_attention_heads": 32}
+    src = one_layer(tmp_path / "heads", heads, [0.5] * 32)
+    with deadline(10):
+        one_line_error(
+            invoke("verify", src, "--tokens", "1"),
+            "config.json declares head_dim=65536, and the layer holds 32 per-head scales (one "
+            "per kv head): one token's K (and V) row of model.layers.0.self_attn.attn would be "
+            "32 x 65,536 = 2,097,152 values",
+        )
+    # A captured K/V row too wide is refused from the activations file's header.
+    acts = layout_safetensors_file(
+        tmp_path / "acts.safetensors",
+        [(f"{L0}.k", "BF16", [1, 2, 1 << 20]), (f"{L0}.v", "BF16", [1, 2, 1 << 20])],
+    )
+    with deadline(10):
+        one_line_error(
+            invoke("verify", per_head(tmp_path), "--activations", acts),
+            f"{acts}: activation '{L0}.k' [1, 2, 1048576] holds 2,097,152 values per token",
+        )
+
+
+@pytest.mark.slow
+def test_verify_memory_follows_the_chunk_not_the_config(tmp_path: Path) -> None:
+    """Issue 25 item 7: a one-layer checkpoint declaring head_dim 4096 x 16 kv heads took 4.2 GB
+    at 1,024 tokens (16.9 GB at the default 4,096): now a few hundred MB above a two-head
+    checkpoint, whatever the config declares. Peak RSS of the verify process, measured by a
+    parent that runs nothing else."""
+    measure = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+
+    def peak_kib(src: Path) -> int:
+        command = [sys.executable, "-m", "kvscale", "verify", str(src), "--tokens", "1024"]
+        done = subprocess.run(
+            [sys.executable, "-c", measure, *command], capture_output=True, text=True, timeout=600
+        )
+        code, kib = map(int, done.stdout.split())
+        assert code == 0, done.stderr
+        return kib
+
+    small = peak_kib(one_layer(tmp_path / "small", {"head_dim": 64}))
+    large = peak_kib(
+        one_layer(
+            tmp_path / "large",
+            {"head_dim": 4096, "num_key_value_heads": 16, "num_attention_heads": 16},
+        )
+    )
+    assert large - small < 400 << 10, (small, large)
 
 
 def test_verify_limit_follows_its_variable(tmp_path: Path) -> None:

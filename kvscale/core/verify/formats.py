@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from kvscale.cache_formats import CacheFormat, ScaleUse
+from kvscale.core.verify.chunks import RelativeRmsError, Sample, draw_heavy_tailed
 from kvscale.core.verify.stats import (
     SATURATION_LIMIT,
     UNDERFLOW_LIMIT,
@@ -51,41 +52,56 @@ def refuse_unverifiable(formats: Sequence[CacheFormat], measurable: Sequence[str
         )
 
 
-def _error(x: torch.Tensor, y: torch.Tensor) -> tuple[float, float, int]:
-    """(relative RMS error, absmax, finite values) over the finite elements."""
-    xf = x.to(torch.float32)
-    finite = torch.isfinite(xf) & torch.isfinite(y)
-    xd, yd = xf[finite].double(), y[finite].double()
-    denom = float(xd.pow(2).sum())
-    err = math.sqrt(float((yd - xd).pow(2).sum()) / denom) if denom > 0 else 0.0
-    absmax = float(xd.abs().max()) if xd.numel() else 0.0
-    return err, absmax, int(finite.sum())
+class _RoundTrip:
+    """One kind of one layer through a cache's round trip, chunk by chunk: the relative RMS
+    error, absmax and count over the elements finite before and after."""
 
+    def __init__(self) -> None:
+        self.error = RelativeRmsError()
+        self.absmax = 0.0
+        self.finite = 0
+        self.values = 0
 
-def _empty_failures(x: torch.Tensor, finite: int) -> list[str]:
-    if x.numel() == 0:
-        return ["no tokens to verify (the activations hold 0 tokens)"]
-    if finite == 0:
-        return ["no finite values: the activations are all NaN or infinite"]
-    return []
+    def add(self, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
+        """``x`` written, ``y`` what the cache gives back (None: the absmax and counts only)."""
+        xf = x.to(torch.float32)
+        finite = torch.isfinite(xf)
+        if y is not None:
+            finite &= torch.isfinite(y)
+        kept = xf[finite]
+        if y is not None:
+            self.error.add(kept, y[finite])
+        self.finite += kept.numel()
+        self.values += x.numel()
+        if kept.numel():
+            self.absmax = max(self.absmax, float(kept.abs().max()))
+
+    def empty_failures(self) -> list[str]:
+        if self.values == 0:
+            return ["no tokens to verify (the activations hold 0 tokens)"]
+        if self.finite == 0:
+            return ["no finite values: the activations are all NaN or infinite"]
+        return []
 
 
 def unquantized_layer(
-    kv_data: Mapping[str, tuple[torch.Tensor, str]], host: tuple[float, float]
+    kv_data: Mapping[str, tuple[Sample, str]], host: tuple[float, float]
 ) -> tuple[KindStats, KindStats]:
     """A model-dtype cache: stored as it is (error 0); its scales are not read."""
     out = []
     for kind, scale in zip(("k", "v"), host, strict=True):
         x, src = kv_data[kind]
-        _, absmax, finite = _error(x, x.to(torch.float32))
+        trip = _RoundTrip()
+        for chunk in x.chunks():
+            trip.add(chunk)
         out.append(
-            KindStats(scale, absmax, 0.0, 0.0, 0.0, None, src, tuple(_empty_failures(x, finite)))
+            KindStats(scale, trip.absmax, 0.0, 0.0, 0.0, None, src, tuple(trip.empty_failures()))
         )
     return out[0], out[1]
 
 
 def self_scaled_layer(
-    kv_data: Mapping[str, tuple[torch.Tensor, str]], kv_cache_dtype: str
+    kv_data: Mapping[str, tuple[Sample, str]], kv_cache_dtype: str
 ) -> tuple[KindStats, KindStats]:
     """vLLM's per-token-head formats (``kvscale.kernel.per_token_head``): each token and head
     gets its own scale at write time; nothing saturates or underflows by a checkpoint scale."""
@@ -94,10 +110,21 @@ def self_scaled_layer(
     out = []
     for kind in ("k", "v"):
         x, src = kv_data[kind]
-        q = quantize_per_token_head(x, kv_cache_dtype)
-        err, absmax, finite = _error(x, dequantize_per_token_head(q))
+        trip = _RoundTrip()
+        for chunk in x.chunks():
+            stored = quantize_per_token_head(chunk, kv_cache_dtype)
+            trip.add(chunk, dequantize_per_token_head(stored))
         out.append(
-            KindStats(math.nan, absmax, 0.0, 0.0, err, None, src, tuple(_empty_failures(x, finite)))
+            KindStats(
+                math.nan,
+                trip.absmax,
+                0.0,
+                0.0,
+                trip.error.value(),
+                None,
+                src,
+                tuple(trip.empty_failures()),
+            )  # fmt: skip
         )
     return out[0], out[1]
 
@@ -114,7 +141,7 @@ def nvfp4_kernel_mismatches(
     included): differing bytes of K and of V where the reference is exact, and differing bytes
     where it is not (blocks whose bytes depend on the GPU's approximate reciprocal,
     ``kvscale.kernel.nvfp4``)."""
-    from kvscale.core.verify.stats import BLOCK_SIZE, PADDING_FRACTION, POISON_BYTE
+    from kvscale.core.verify.stats import BLOCK_SIZE, POISON_BYTE, shuffled_slots
     from kvscale.kernel.nvfp4 import (
         NVFP4PageLayout,
         nvfp4_kv_cache_shape,
@@ -124,10 +151,7 @@ def nvfp4_kernel_mismatches(
 
     tokens, heads, head_size = key.shape
     layout = NVFP4PageLayout.create(heads, head_size, BLOCK_SIZE)
-    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
-    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
-    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
-    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
+    slot_mapping, num_blocks = shuffled_slots(tokens, generator)
     shape = nvfp4_kv_cache_shape(num_blocks, heads, BLOCK_SIZE, head_size)
     ks = torch.tensor([layer.k_host], dtype=torch.float32)
     vs = torch.tensor([layer.v_host], dtype=torch.float32)
@@ -157,14 +181,14 @@ def nvfp4_kernel_mismatches(
 
 def nvfp4_layer(
     layer: LayerScales,
-    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    kv_data: Mapping[str, tuple[Sample, str]],
     kv_cache_dtype: str,
     mismatched: tuple[int, int] | None = None,
 ) -> tuple[KindStats, KindStats]:
     """NVFP4 (``kvscale.kernel.nvfp4``, vLLM's SM100 write): the layer's k/v scale is the global
     dequantization scale of the e4m3 block scales. ``mismatched``: the kernel's differing bytes
     of K and V on exact blocks, when it ran (``nvfp4_kernel_mismatches``)."""
-    from kvscale.kernel.nvfp4 import nvfp4_write_stats
+    from kvscale.kernel.nvfp4 import nvfp4_write_round_trip
 
     out = []
     for i, (kind, host) in enumerate((("k", layer.k_host), ("v", layer.v_host))):
@@ -180,13 +204,26 @@ def nvfp4_layer(
             )
             out.append(KindStats(host, 0.0, 0.0, 0.0, math.nan, bad_bytes, src, tuple(failures)))
             continue
-        if x.dtype == torch.float32:
-            # NVFP4 writes take bf16/fp16; a float32 model is served in bf16.
-            x = x.to(torch.bfloat16)
-        stats = nvfp4_write_stats(x, host, kv_cache_dtype, track_ambiguity=False)
-        _, absmax, finite = _error(x, x.to(torch.float32))
-        failures.extend(_empty_failures(x, finite))
-        zero, saturated = stats.zero_scale_fraction, stats.saturated_fraction
+        blocks = zero_blocks = saturated_blocks = 0
+        error = RelativeRmsError()
+        trip = _RoundTrip()
+        for chunk in x.chunks():
+            if chunk.dtype == torch.float32:
+                # NVFP4 writes take bf16/fp16; a float32 model is served in bf16.
+                chunk = chunk.to(torch.bfloat16)
+            counts, written, read = nvfp4_write_round_trip(
+                chunk, host, kv_cache_dtype, track_ambiguity=False
+            )
+            blocks += counts.blocks
+            zero_blocks += counts.zero_scale_blocks
+            saturated_blocks += counts.saturated_blocks
+            error.add(written, read)
+            trip.add(chunk)
+        absmax = trip.absmax
+        failures.extend(trip.empty_failures())
+        zero = zero_blocks / blocks if blocks else 0.0
+        saturated = saturated_blocks / blocks if blocks else 0.0
+        relative_rms_error = error.value()
         if saturated > SATURATION_LIMIT:
             failures.append(
                 f"{saturated:.2%} of 16-value blocks saturate (block scale at 448 or values "
@@ -199,10 +236,9 @@ def nvfp4_layer(
                 f"the global scale ({host:.6g}) is too large for this data (absmax {absmax:.6g} "
                 f"suggests about {absmax / 2688:.6g})"
             )
-        elif stats.relative_rms_error > NVFP4_ERROR_LIMIT:
+        elif relative_rms_error > NVFP4_ERROR_LIMIT:
             failures.append(
-                f"round-trip error {stats.relative_rms_error:.3g} exceeds {NVFP4_ERROR_LIMIT:g} "
-                "for nvfp4"
+                f"round-trip error {relative_rms_error:.3g} exceeds {NVFP4_ERROR_LIMIT:g} for nvfp4"
             )
         out.append(
             KindStats(
@@ -210,7 +246,7 @@ def nvfp4_layer(
                 absmax,
                 0.0,
                 zero,
-                stats.relative_rms_error,
+                relative_rms_error,
                 bad_bytes,
                 src,
                 tuple(failures),
@@ -228,20 +264,17 @@ def synthetic_for(
     head_size: int,
     scale: Sequence[float],
     generator: torch.Generator,
-) -> torch.Tensor:
+) -> Sample:
     """K or V for a non-FP8 layer: heavy-tailed values with a few outlier channels, at unit
     magnitude for a format that scales itself, and for NVFP4 sized to the global scale (each
     head's absolute max at 98% of ``2688 x scale``, the largest a block scale of 448 holds)."""
-    normal = torch.randn((tokens, heads, head_size), generator=generator)
-    chi2 = torch.randn((tokens, heads, head_size, 4), generator=generator)
-    x = normal / torch.sqrt(chi2.pow(2).sum(-1) / 4)
-    channel = torch.ones(head_size)
-    channel[torch.randperm(head_size, generator=generator)[: max(1, head_size // 64)]] = 6.0
-    x = x * channel
-    if fmt.scale_use is ScaleUse.GLOBAL_SCALE:
-        per_head = torch.tensor(list(scale), dtype=torch.float32).reshape(-1).expand(heads)
-        valid = torch.isfinite(per_head) & (per_head > 0)
-        per_head = torch.where(valid, per_head, torch.ones_like(per_head))
-        amax = x.abs().amax(dim=(0, 2)).clamp_min(1e-30)
-        x = x * (per_head * 2688.0 * 0.98 / amax).reshape(1, heads, 1)
-    return x.to(torch.bfloat16)
+    if fmt.scale_use is not ScaleUse.GLOBAL_SCALE:
+        return draw_heavy_tailed(tokens, heads, head_size, generator, None)
+    per_head = torch.tensor(list(scale), dtype=torch.float32).reshape(-1).expand(heads)
+    valid = torch.isfinite(per_head) & (per_head > 0)
+    per_head = torch.where(valid, per_head, torch.ones_like(per_head))
+
+    def sizing(amax: torch.Tensor) -> torch.Tensor:
+        return per_head * 2688.0 * 0.98 / amax.clamp_min(1e-30)
+
+    return draw_heavy_tailed(tokens, heads, head_size, generator, sizing)

@@ -8,6 +8,7 @@ imported here (verify needs it), never by ``inspect``/``normalize``.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 
 from kvscale.cache_formats import CacheFormat, ScaleUse
+from kvscale.core.verify.chunks import CHUNK_BYTES, HeldSample, Sample, chunk_values, row_fits
 from kvscale.core.verify.formats import (
     NVFP4_ERROR_LIMIT,
     nvfp4_kernel_mismatches,
@@ -186,6 +188,15 @@ def load_activations(path: Path, target: Target) -> dict[str, Any]:
                 f"activation {name!r} has {info.numel:,} elements",
                 hint=MAX_VERIFY_ELEMENTS.describe(),
             )
+        row = math.prod(info.shape[1:]) if len(info.shape) > 1 else 0
+        if not row_fits(row):
+            raise LimitExceededError(
+                path,
+                f"activation {name!r} {list(info.shape)} holds {row:,} values per token, more "
+                f"than verify holds at once ({chunk_values():,} values, its "
+                f"{CHUNK_BYTES >> 20} MiB chunk)",
+                hint="a K or V row is kv heads x head size, under 32,768 values in real models",
+            )
     _match_activations(path, header.tensors, target)
     from safetensors import safe_open
 
@@ -329,7 +340,7 @@ def verify_target(
             if progress is not None:
                 progress(ProgressEvent("layers", index + 1, len(target.layers), layer.name))
             continue
-        kv_data: dict[str, tuple[torch.Tensor, str]] = {}
+        kv_data: dict[str, tuple[Sample, str]] = {}
         heads = max(len(layer.k_device), len(layer.v_device))
         layer_fmt = layer.cache.format if layer.cache is not None else None
         fp8_layer = layer_fmt is None or layer_fmt.fp8 is not None
@@ -337,7 +348,7 @@ def verify_target(
             captured = activations.get(f"{layer.name}.{kind}")
             if captured is not None:
                 kv_data[kind] = (
-                    check_activation(captured, activations_path, layer.name, kind),
+                    HeldSample(check_activation(captured, activations_path, layer.name, kind)),
                     data_label,
                 )
                 continue
@@ -426,7 +437,7 @@ def _other_format_layer(
     layer: LayerScales,
     fmt: CacheFormat,
     kv_cache_dtype: str,
-    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    kv_data: Mapping[str, tuple[Sample, str]],
     device: torch.device,
     kernel: Callable[..., None] | None,
     generator: torch.Generator,
@@ -439,8 +450,9 @@ def _other_format_layer(
     mismatched = None
     if kernel is not None:
         k_bad, v_bad, ambiguous = nvfp4_kernel_mismatches(
-            layer, kv_data["k"][0], kv_data["v"][0], kv_cache_dtype, device, generator
-        )
+            layer, kv_data["k"][0].whole(), kv_data["v"][0].whole(), kv_cache_dtype, device,
+            generator,
+        )  # fmt: skip
         mismatched = (k_bad, v_bad)
         del ambiguous  # reported by benchmarks/gpu_nvfp4_check.py; not a failure
     return nvfp4_layer(layer, kv_data, kv_cache_dtype, mismatched)
@@ -491,18 +503,33 @@ def _coverage(
 
 
 def _check_size(tokens: int, target: Target) -> None:
-    """Refuse caches larger than ``max-verify-elements`` before allocating anything."""
+    """Refuse, before anything is drawn, a layer whose K or V is more work than
+    ``max-verify-elements``, or whose one token row would not fit in a chunk
+    (``core/verify/chunks.py``: memory follows the chunk, and a row is the least it can hold).
+    Each refusal names where the numbers come from."""
     limit = MAX_VERIFY_ELEMENTS.value()
+    origin = target.shape_origin
     for layer in target.layers:
-        heads = max(len(layer.k_device), len(layer.v_device))
-        heads = heads if heads > 1 else target.kv_heads
-        elements = tokens * heads * target.head_size
+        per_head = max(len(layer.k_device), len(layer.v_device))
+        heads = per_head if per_head > 1 else target.kv_heads
+        declared = origin.describe(per_head if per_head > 1 else None)
+        row = heads * target.head_size
+        elements = tokens * row
         if elements > limit:
             raise LimitExceededError(
                 target.path,
                 f"verifying {layer.name} needs {tokens:,} tokens x {heads:,} kv heads x "
-                f"{target.head_size:,} head size = {elements:,} elements",
+                f"{target.head_size:,} head size = {elements:,} elements ({declared})",
                 hint=MAX_VERIFY_ELEMENTS.describe() + "; or pass a smaller --tokens",
+            )
+        if not row_fits(row):
+            raise LimitExceededError(
+                target.path,
+                f"{declared}: one token's K (and V) row of {layer.name} would be {heads:,} x "
+                f"{target.head_size:,} = {row:,} values, more than verify holds at once "
+                f"({chunk_values():,} values, its {CHUNK_BYTES >> 20} MiB chunk)",
+                hint=f"{origin.fix}; real models stay under 32,768 values per row "
+                "(Llama 3.1 405B: 8 x 128)",
             )
 
 
@@ -527,7 +554,7 @@ def _match_activations(path: Path, tensors: Mapping[str, Any], target: Target) -
 
 
 def check_pair(
-    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    kv_data: Mapping[str, tuple[Sample, str]],
     path: Path | None,
     layer: str,
     scales: LayerScales | None = None,
@@ -556,7 +583,7 @@ def check_pair(
         )
     if scales is not None:
         for kind, x, device in (("k", key, scales.k_device), ("v", value, scales.v_device)):
-            if len(device) > 1 and x.dim() == 3 and x.shape[1] != len(device):
+            if len(device) > 1 and len(x.shape) == 3 and x.shape[1] != len(device):
                 raise InputError(
                     path or "activations",
                     f"{layer}.{kind} has {x.shape[1]} kv heads but the target holds "

@@ -24,10 +24,21 @@ from pathlib import Path
 
 import torch
 
+from kvscale.core.verify.chunks import (
+    CHUNK_BYTES,
+    HeldSample,
+    RelativeRmsError,
+    Sample,
+    chunk_slots,
+    chunk_values,
+    draw_heavy_tailed,
+    row_fits,
+)
 from kvscale.core.verify.target import LayerScales
 from kvscale.engine.base import CacheWrite
 from kvscale.errors import (
     InputError,
+    LimitExceededError,
 )
 from kvscale.kernel.formats import FP8Format
 from kvscale.kernel.mla import reference_concat_and_cache_mla, vllm_mla_skip_scale
@@ -82,42 +93,56 @@ def synthetic_activations(
     scale: Sequence[float],
     fmt: FP8Format,
     generator: torch.Generator,
-) -> torch.Tensor:
+) -> Sample:
     """K or V that looks like real attention activations, sized to the scale.
 
     Student-t (4 degrees of freedom) per element for heavy tails, times per-channel magnitudes
     with a few outlier channels (as in real K projections), each head scaled so that its
     absolute max is about 1.02 x scale x fp8_max: the bulk exercises precision, the largest few
     values saturation. Samples too small for the saturation budget end just under the limit.
+    A sample larger than a chunk is drawn chunk by chunk (``chunks.draw_heavy_tailed``).
     """
-    normal = torch.randn((tokens, heads, head_size), generator=generator, dtype=torch.float32)
-    chi2 = torch.randn((tokens, heads, head_size, 4), generator=generator, dtype=torch.float32)
-    t = normal / torch.sqrt(chi2.pow(2).sum(-1) / 4)
-    channel = torch.ones(head_size)
-    outliers = torch.randperm(head_size, generator=generator)[: max(1, head_size // 64)]
-    channel[outliers] = 6.0
-    x = t * channel
     per_head = torch.tensor(list(scale), dtype=torch.float32).reshape(-1)
     if per_head.numel() == 1:
         per_head = per_head.expand(heads)
     valid = torch.isfinite(per_head) & (per_head > 0)
     per_head = torch.where(valid, per_head, torch.ones_like(per_head))
-    amax = x.abs().amax(dim=(0, 2))
     # Calibration sets scale = amax / fp8_max on its own data; new data overshoots a little.
     # Put the max 2% past the limit, so the largest few values saturate, when the sample is
     # large enough for those few to stay well inside the saturation budget.
     overshoot = 1.02 if tokens * head_size * SATURATION_LIMIT >= 4 else 0.98
-    factor = per_head * fmt.max_finite * overshoot / amax.clamp_min(1e-30)
-    return (x * factor.reshape(1, heads, 1)).to(torch.bfloat16)
+
+    def sizing(amax: torch.Tensor) -> torch.Tensor:
+        return per_head * fmt.max_finite * overshoot / amax.clamp_min(1e-30)
+
+    return draw_heavy_tailed(tokens, heads, head_size, generator, sizing)
 
 
 def with_failure(stats: KindStats, reason: str) -> KindStats:
     return replace(stats, failures=(*stats.failures, reason))
 
 
+def shuffled_slots(tokens: int, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+    """Where the cache write puts each token: distinct slots of a cache about 6% larger than the
+    tokens, in shuffled order, with about one token in 16 a padding entry (slot -1, written
+    nowhere). Returns the slot mapping and the cache's block count."""
+    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
+    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
+    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
+    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
+    return slot_mapping, num_blocks
+
+
+def _places(slot_mapping: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The live tokens of a slot mapping, and the block and offset each was written to."""
+    live = slot_mapping >= 0
+    blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
+    return live, blocks, slot_mapping[live] - blocks * BLOCK_SIZE
+
+
 def run_layer(
     layer: LayerScales,
-    kv_data: Mapping[str, tuple[torch.Tensor, str]],
+    kv_data: Mapping[str, tuple[Sample, str]],
     kv_name: str,
     fmt: FP8Format,
     device: torch.device,
@@ -132,34 +157,48 @@ def run_layer(
     ``engine_write`` (the serving engine's own write where it differs from vLLM's CUDA kernel,
     e.g. SGLang's or vLLM's Triton backend) gives the bytes the statistics describe.
     ``engine_kernel`` (the engine's own GPU function, ``--engine-kernel``) is compared with
-    kvscale's kernel: each differing byte is reported as an engine problem."""
+    kvscale's kernel: each differing byte is reported as an engine problem.
+
+    Without a kernel the reference writes and measures the layer chunk by chunk
+    (``core/verify/chunks.py``), each chunk's live tokens into a cache of their own, in the
+    order of the layer's shuffled slots: the statistics are those of the whole layer."""
     key, key_src = kv_data["k"]
     value, value_src = kv_data["v"]
     if key.shape != value.shape:
-        # K and V must share a slot mapping; fall back to the smaller common token count.
+        # K and V must share a slot mapping; fall back to the smaller common token count (of
+        # captured K and V: synthetic ones are drawn with one).
+        assert isinstance(key, HeldSample) and isinstance(value, HeldSample)
         tokens = min(key.shape[0], value.shape[0])
-        key, value = key[:tokens], value[:tokens]
+        key, value = HeldSample(key.values[:tokens]), HeldSample(value.values[:tokens])
     tokens, heads, head_size = key.shape
     k_scale = scale_tensor(layer.k_device, heads)
     v_scale = scale_tensor(layer.v_device, heads)
-    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
-    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
-    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
-    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
-    # vLLM's flash layout: one [blocks, 2, block_size, heads, head] tensor; K and V are
-    # strided views of it.
-    ref_cache = torch.full(
-        (num_blocks, 2, BLOCK_SIZE, heads, head_size), POISON_BYTE, dtype=torch.uint8
-    )
-    reference_reshape_and_cache_flash(
-        key, value, ref_cache[:, 0], ref_cache[:, 1], slot_mapping, kv_name, k_scale, v_scale
-    )
+    slot_mapping, num_blocks = shuffled_slots(tokens, generator)
+    written_with = {"k": k_scale, "v": v_scale}
+    read_with = dict(written_with)
+    stored_kv = kv_name
+    if engine_write is not None:
+        stored_kv = engine_write.stored_kv_cache_dtype
+        if engine_write.scale_read is not None:
+            read_with = {kind: engine_write.scale_read(s) for kind, s in written_with.items()}
+    tallies = {"k": KindTally(), "v": KindTally()}
     mismatched: dict[str, int | None] = {"k": None, "v": None}
+    engine_differs: dict[str, int] = {"k": 0, "v": 0}
     if kernel is not None:
+        whole_key, whole_value = key.whole(), value.whole()
+        # vLLM's flash layout: one [blocks, 2, block_size, heads, head] tensor; K and V are
+        # strided views of it.
+        ref_cache = torch.full(
+            (num_blocks, 2, BLOCK_SIZE, heads, head_size), POISON_BYTE, dtype=torch.uint8
+        )
+        reference_reshape_and_cache_flash(
+            whole_key, whole_value, ref_cache[:, 0], ref_cache[:, 1], slot_mapping, kv_name,
+            k_scale, v_scale,
+        )  # fmt: skip
         dev_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
         kernel(
-            key.to(device),
-            value.to(device),
+            whole_key.to(device),
+            whole_value.to(device),
             dev_cache[:, 0],
             dev_cache[:, 1],
             slot_mapping.to(device),
@@ -167,37 +206,49 @@ def run_layer(
             k_scale.to(device),
             v_scale.to(device),
         )
-        torch.cuda.synchronize(device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         got = dev_cache.cpu()
         for i, kind in enumerate(("k", "v")):
             mismatched[kind] = int((got[:, i] != ref_cache[:, i]).sum())
-    engine_differs: dict[str, int] = {"k": 0, "v": 0}
-    if engine_kernel is not None and kernel is not None:
-        engine_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
-        engine_kernel(
-            key.to(device), value.to(device), engine_cache[:, 0], engine_cache[:, 1],
-            slot_mapping.to(device), kv_name, k_scale.to(device), v_scale.to(device),
-        )  # fmt: skip
-        torch.cuda.synchronize(device)
-        theirs, ours = engine_cache.cpu(), dev_cache.cpu()
-        for i, kind in enumerate(("k", "v")):
-            engine_differs[kind] = int((theirs[:, i] != ours[:, i]).sum())
-    live = slot_mapping >= 0
-    blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
-    offsets = slot_mapping[live] - blocks * BLOCK_SIZE
+        if engine_kernel is not None:
+            engine_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
+            engine_kernel(
+                whole_key.to(device), whole_value.to(device), engine_cache[:, 0],
+                engine_cache[:, 1], slot_mapping.to(device), kv_name, k_scale.to(device),
+                v_scale.to(device),
+            )  # fmt: skip
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            theirs, ours = engine_cache.cpu(), dev_cache.cpu()
+            for i, kind in enumerate(("k", "v")):
+                engine_differs[kind] = int((theirs[:, i] != ours[:, i]).sum())
+        live, blocks, offsets = _places(slot_mapping)
+        for i, (kind, x) in enumerate((("k", whole_key), ("v", whole_value))):
+            _tally_written(
+                tallies[kind], x[live], ref_cache[:, i][blocks, offsets], written_with[kind],
+                read_with[kind], stored_kv, fmt, engine_write,
+            )  # fmt: skip
+    else:
+        for (start, stop), k_rows, v_rows in zip(
+            key.spans, key.chunks(), value.chunks(), strict=True
+        ):
+            mapping, chunk_blocks = chunk_slots(slot_mapping[start:stop], BLOCK_SIZE)
+            cache = torch.full(
+                (chunk_blocks, 2, BLOCK_SIZE, heads, head_size), POISON_BYTE, dtype=torch.uint8
+            )
+            reference_reshape_and_cache_flash(
+                k_rows, v_rows, cache[:, 0], cache[:, 1], mapping, kv_name, k_scale, v_scale
+            )
+            live, blocks, offsets = _places(mapping)
+            for i, (kind, x) in enumerate((("k", k_rows), ("v", v_rows))):
+                _tally_written(
+                    tallies[kind], x[live], cache[:, i][blocks, offsets], written_with[kind],
+                    read_with[kind], stored_kv, fmt, engine_write,
+                )  # fmt: skip
     out = []
-    for i, (kind, x, src, scale, host) in enumerate(
-        (("k", key, key_src, k_scale, layer.k_host), ("v", value, value_src, v_scale, layer.v_host))
-    ):
-        written = x[: slot_mapping.shape[0]][live]
-        stored = ref_cache[:, i][blocks, offsets]
-        stored_kv = kv_name
-        if engine_write is not None:
-            stored = engine_write.write(written, scale)
-            stored_kv = engine_write.stored_kv_cache_dtype
-            if engine_write.scale_read is not None:
-                scale = engine_write.scale_read(scale)
-        stats = kind_stats(written, stored, scale, stored_kv, fmt, host, mismatched[kind], src)
+    for kind, src, host in (("k", key_src, layer.k_host), ("v", value_src, layer.v_host)):
+        stats = tallies[kind].stats(read_with[kind], fmt, host, mismatched[kind], src)
         if engine_differs[kind]:
             stats = with_failure(
                 stats,
@@ -207,6 +258,23 @@ def run_layer(
             )
         out.append(stats)
     return out[0], out[1]
+
+
+def _tally_written(
+    tally: KindTally,
+    written: torch.Tensor,
+    stored: torch.Tensor,
+    write_scale: torch.Tensor,
+    read_scale: torch.Tensor,
+    stored_kv: str,
+    fmt: FP8Format,
+    engine_write: CacheWrite | None,
+) -> None:
+    """Add the written tokens and what the cache holds for them (the engine's own bytes where
+    its write differs) to one kind's tally."""
+    if engine_write is not None:
+        stored = engine_write.write(written, write_scale)
+    tally.add(written, stored, read_scale, stored_kv, fmt)
 
 
 LATENT_KINDS = ("kv_c", "k_pe")
@@ -243,6 +311,14 @@ def latent_activations(
             f"{layer}.kv_c is {list(kv_c.shape)} {kv_c.dtype} but {layer}.k_pe is "
             f"{list(k_pe.shape)} {k_pe.dtype}: the halves of one row share tokens and dtype",
         )
+    width = int(kv_c.shape[1] + k_pe.shape[1])
+    if not row_fits(width):
+        raise LimitExceededError(
+            where,
+            f"{layer}.kv_c and {layer}.k_pe make rows of {width:,} values, more than verify "
+            f"holds at once ({chunk_values():,} values, its {CHUNK_BYTES >> 20} MiB chunk)",
+            hint="an MLA row is kv_lora_rank + qk_rope_head_dim, 576 in DeepSeek-V3",
+        )
     return torch.cat([kv_c, k_pe], dim=1), int(kv_c.shape[1])
 
 
@@ -277,17 +353,15 @@ def run_latent_layer(
         )
     k_scale = scale_tensor(layer.k_device, 1)
     skip_scale = vllm_mla_skip_scale(kv_name, layer.k_device[0])
-    num_blocks = max(1, -(-int(tokens * (1 + PADDING_FRACTION)) // BLOCK_SIZE) + 1)
-    slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=generator)[:tokens]
-    padding = torch.rand(tokens, generator=generator) < PADDING_FRACTION
-    slot_mapping = torch.where(padding, torch.full_like(slots, -1), slots).to(torch.int64)
-    kv_c, k_pe = rows[:, :kv_lora_rank], rows[:, kv_lora_rank:]
-    ref_cache = torch.full((num_blocks, BLOCK_SIZE, width), POISON_BYTE, dtype=torch.uint8)
-    reference_concat_and_cache_mla(
-        kv_c, k_pe, ref_cache, slot_mapping, kv_name, k_scale, skip_scale
-    )
+    slot_mapping, num_blocks = shuffled_slots(tokens, generator)
+    tally = KindTally()
     mismatched: int | None = None
     if kernel is not None:
+        kv_c, k_pe = rows[:, :kv_lora_rank], rows[:, kv_lora_rank:]
+        ref_cache = torch.full((num_blocks, BLOCK_SIZE, width), POISON_BYTE, dtype=torch.uint8)
+        reference_concat_and_cache_mla(
+            kv_c, k_pe, ref_cache, slot_mapping, kv_name, k_scale, skip_scale
+        )
         dev_cache = torch.full_like(ref_cache, POISON_BYTE, device=device)
         kernel(
             kv_c.to(device), k_pe.to(device), dev_cache, slot_mapping.to(device), kv_name,
@@ -296,11 +370,20 @@ def run_latent_layer(
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         mismatched = int((dev_cache.cpu() != ref_cache).sum())
-    live = slot_mapping >= 0
-    blocks = torch.div(slot_mapping[live], BLOCK_SIZE, rounding_mode="floor")
-    offsets = slot_mapping[live] - blocks * BLOCK_SIZE
-    stored = ref_cache[blocks, offsets]
-    return kind_stats(rows[live], stored, k_scale, kv_name, fmt, layer.k_host, mismatched, data)
+        live, blocks, offsets = _places(slot_mapping)
+        tally.add(rows[live], ref_cache[blocks, offsets], k_scale, kv_name, fmt)
+    else:
+        held = HeldSample(rows)
+        for (start, stop), chunk in zip(held.spans, held.chunks(), strict=True):
+            mapping, chunk_blocks = chunk_slots(slot_mapping[start:stop], BLOCK_SIZE)
+            cache = torch.full((chunk_blocks, BLOCK_SIZE, width), POISON_BYTE, dtype=torch.uint8)
+            reference_concat_and_cache_mla(
+                chunk[:, :kv_lora_rank], chunk[:, kv_lora_rank:], cache, mapping, kv_name,
+                k_scale, skip_scale,
+            )  # fmt: skip
+            live, blocks, offsets = _places(mapping)
+            tally.add(chunk[live], cache[blocks, offsets], k_scale, kv_name, fmt)
+    return tally.stats(k_scale, fmt, layer.k_host, mismatched, data)
 
 
 def scale_tensor(values: tuple[float, ...], heads: int) -> torch.Tensor:
@@ -308,6 +391,91 @@ def scale_tensor(values: tuple[float, ...], heads: int) -> torch.Tensor:
     if t.numel() not in (1, heads):
         raise InputError("scales", f"{t.numel()} per-head scales for {heads} kv heads")
     return t if t.numel() > 1 else t.reshape(1)
+
+
+class KindTally:
+    """One kind (K or V) of one layer, measured chunk by chunk: the counts, maximum and error
+    sums ``kind_stats`` reads, added up exactly as they come out of the whole layer."""
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.finite = 0
+        self.saturated = 0
+        self.nonzero = 0
+        self.underflow = 0
+        self.absmax = 0.0
+        self.error = RelativeRmsError()
+
+    def add(
+        self, x: torch.Tensor, stored: torch.Tensor, scale: torch.Tensor, kv_name: str,
+        fmt: FP8Format,
+    ) -> None:  # fmt: skip
+        """``x`` written, ``stored`` the cache's bytes for it, ``scale`` what reads them."""
+        xf = x.to(torch.float32)
+        s = scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
+        finite = torch.isfinite(xf)
+        self.values += x.numel()
+        self.finite += int(finite.sum())
+        self.saturated += int((clipped(xf / s, fmt) & finite).sum())
+        deq = dequantize(stored, scale, kv_name)
+        nonzero = finite & (xf != 0)
+        self.nonzero += int(nonzero.sum())
+        self.underflow += int(((deq == 0) & nonzero).sum())
+        kept = xf[finite]
+        self.error.add(kept, deq[finite])
+        if kept.numel():
+            self.absmax = max(self.absmax, float(kept.abs().max()))
+
+    def stats(
+        self,
+        scale: torch.Tensor,
+        fmt: FP8Format,
+        host: float,
+        mismatched: int | None,
+        data: str,
+    ) -> KindStats:
+        saturated = float(self.saturated) / max(1, self.finite)
+        underflow = float(self.underflow) / max(1, self.nonzero)
+        err = self.error.value()
+        absmax = self.absmax
+        failures: list[str] = []
+        scales = scale.reshape(-1).tolist()
+        valid_scale = all(math.isfinite(v) and v > 0 for v in scales)
+        if not valid_scale:
+            # A zero, negative or NaN scale: what it does to the data (everything saturates, or
+            # nothing survives) follows from that alone; saturation and underflow say nothing
+            # more.
+            failures.append(
+                f"the scale ({host:.6g}) is not a positive finite number; write the calibrated "
+                "amax / fp8_max (kvscale calibrate)"
+            )
+        if self.values == 0:
+            failures.append("no tokens to verify (the activations hold 0 tokens)")
+        elif self.finite == 0:
+            failures.append("no finite values: the activations are all NaN or infinite")
+        if mismatched:
+            failures.append(f"{mismatched} cache bytes differ from the reference writer")
+        if valid_scale and saturated > SATURATION_LIMIT:
+            need = absmax / fmt.max_finite
+            failures.append(
+                f"{saturated:.2%} of values saturate at +-{fmt.max_finite:g} x scale: the scale "
+                f"({host:.6g}) is too small for this data (absmax {absmax:.6g} needs >= "
+                f"{need:.6g}); recalibrate the KV scales on representative data"
+            )
+        elif valid_scale and underflow > UNDERFLOW_LIMIT:
+            failures.append(
+                f"{underflow:.2%} of nonzero values are stored as zero: the scale ({host:.6g}) "
+                "is too large for this data; recalibrate"
+            )
+        if (
+            valid_scale
+            and err > ERROR_LIMIT[fmt.name]
+            and not (saturated > SATURATION_LIMIT or underflow > UNDERFLOW_LIMIT)
+        ):
+            failures.append(
+                f"round-trip error {err:.3g} exceeds {ERROR_LIMIT[fmt.name]:g} for {fmt.name}"
+            )
+        return KindStats(host, absmax, saturated, underflow, err, mismatched, data, tuple(failures))
 
 
 def kind_stats(
@@ -320,53 +488,7 @@ def kind_stats(
     mismatched: int | None,
     data: str,
 ) -> KindStats:
-    xf = x.to(torch.float32)
-    s = scale.reshape(-1, 1) if scale.numel() > 1 else scale.reshape(())
-    finite = torch.isfinite(xf)
-    y = xf / s
-    count = max(1, int(finite.sum()))
-    saturated = float((clipped(y, fmt) & finite).sum()) / count
-    deq = dequantize(stored, scale, kv_name)
-    nonzero = finite & (xf != 0)
-    underflow = float(((deq == 0) & nonzero).sum()) / max(1, int(nonzero.sum()))
-    xd, dd = xf[finite].double(), deq[finite].double()
-    denom = float(xd.pow(2).sum())
-    err = math.sqrt(float((dd - xd).pow(2).sum()) / denom) if denom > 0 else 0.0
-    absmax = float(xf[finite].abs().max()) if bool(finite.any()) else 0.0
-    failures: list[str] = []
-    scales = scale.reshape(-1).tolist()
-    valid_scale = all(math.isfinite(v) and v > 0 for v in scales)
-    if not valid_scale:
-        # A zero, negative or NaN scale: what it does to the data (everything saturates, or
-        # nothing survives) follows from that alone; saturation and underflow say nothing more.
-        failures.append(
-            f"the scale ({host:.6g}) is not a positive finite number; write the calibrated "
-            "amax / fp8_max (kvscale calibrate)"
-        )
-    if x.numel() == 0:
-        failures.append("no tokens to verify (the activations hold 0 tokens)")
-    elif not bool(finite.any()):
-        failures.append("no finite values: the activations are all NaN or infinite")
-    if mismatched:
-        failures.append(f"{mismatched} cache bytes differ from the reference writer")
-    if valid_scale and saturated > SATURATION_LIMIT:
-        need = absmax / fmt.max_finite
-        failures.append(
-            f"{saturated:.2%} of values saturate at +-{fmt.max_finite:g} x scale: the scale "
-            f"({host:.6g}) is too small for this data (absmax {absmax:.6g} needs >= {need:.6g}); "
-            "recalibrate the KV scales on representative data"
-        )
-    elif valid_scale and underflow > UNDERFLOW_LIMIT:
-        failures.append(
-            f"{underflow:.2%} of nonzero values are stored as zero: the scale ({host:.6g}) is too "
-            "large for this data; recalibrate"
-        )
-    if (
-        valid_scale
-        and err > ERROR_LIMIT[fmt.name]
-        and not (saturated > SATURATION_LIMIT or underflow > UNDERFLOW_LIMIT)
-    ):
-        failures.append(
-            f"round-trip error {err:.3g} exceeds {ERROR_LIMIT[fmt.name]:g} for {fmt.name}"
-        )
-    return KindStats(host, absmax, saturated, underflow, err, mismatched, data, tuple(failures))
+    """The statistics of writing ``x`` whole (``stored``: what the cache holds for it)."""
+    tally = KindTally()
+    tally.add(x, stored, scale, kv_name, fmt)
+    return tally.stats(scale, fmt, host, mismatched, data)

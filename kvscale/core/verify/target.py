@@ -44,6 +44,40 @@ class LayerScales:
 
 
 @dataclass(frozen=True)
+class ShapeOrigin:
+    """Where a target's K/V row shape (kv heads x head size) is declared: what verify's refusals
+    name, since a hostile or mistaken file is where a huge number comes from."""
+
+    file: str
+    """``config.json`` (a checkpoint) or ``kv_scales.json`` (a scales output)."""
+    head_size: str | None = None
+    """The declaration, e.g. ``head_dim=128``; None when the file declares none."""
+    kv_heads: str | None = None
+    """The declaration, e.g. ``num_key_value_heads=8``; None when the file declares none."""
+
+    def describe(self, per_head_scales: int | None = None) -> str:
+        """``config.json declares head_dim=4096 x num_key_value_heads=256`` (or the layer's
+        per-head scales, where those set the kv heads)."""
+        head = self.head_size or f"no head size (verify uses {DEFAULT_HEAD_SIZE})"
+        if per_head_scales is not None:
+            return (
+                f"{self.file} declares {head}, and the layer holds {per_head_scales:,} "
+                "per-head scales (one per kv head)"
+            )
+        heads = self.kv_heads or f"no kv heads (verify uses {DEFAULT_KV_HEADS})"
+        return f"{self.file} declares {head} x {heads}"
+
+    @property
+    def fix(self) -> str:
+        if self.file == scales_file.JSON_NAME:
+            return (
+                f"{self.file} records the shape of the checkpoint it was written from: correct "
+                "that checkpoint's config.json and write the scales again"
+            )
+        return f"correct the head size and kv heads in {self.file}"
+
+
+@dataclass(frozen=True)
 class Target:
     path: str
     kind: str
@@ -59,6 +93,8 @@ class Target:
     engine: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, str] = field(default_factory=dict)
     """The engine options the scales were resolved with (as the user chose them)."""
+    shape_origin: ShapeOrigin = ShapeOrigin("config.json")
+    """Where ``head_size`` and ``kv_heads`` are declared."""
 
 
 def load_target(
@@ -99,7 +135,20 @@ def load_target(
         refused=tuple(refused),
         engine=report.engine,
         options=report.options.chosen(),
+        shape_origin=ShapeOrigin(
+            "config.json",
+            report.shape.head_size_from,
+            _declared(
+                ("num_key_value_heads", report.shape.num_key_value_heads),
+                ("num_attention_heads", report.shape.num_attention_heads),
+            ),
+        ),
     )
+
+
+def _declared(*candidates: tuple[str, int | None]) -> str | None:
+    """``key=value`` of the first key that is set."""
+    return next((f"{key}={value}" for key, value in candidates if value), None)
 
 
 def _load_scales_output(path: Path, options: EngineOptions) -> Target:
@@ -195,6 +244,11 @@ def _load_scales_output(path: Path, options: EngineOptions) -> Target:
         refused=tuple((o.split(":", 1)[0], o) for o in orphans),
         engine={str(k): str(v) for k, v in engine.items()},
         options={},
+        shape_origin=ShapeOrigin(
+            scales_file.JSON_NAME,
+            _declared(("head_size", scales.settings.head_size)),
+            _declared(("num_kv_heads", scales.settings.num_kv_heads)),
+        ),
     )
 
 
