@@ -172,6 +172,9 @@ def handles_errors(func: F) -> F:
             output.error("out of memory")
             raise typer.Exit(int(ExitCode.USAGE)) from None
         except Exception as exc:  # a bug in kvscale, or an input we failed to classify
+            if _interrupted(exc):
+                output.error("interrupted")
+                raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
             if debug_enabled():
                 raise
             message = (
@@ -183,6 +186,20 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """A Ctrl-C that Python re-raised as another exception: an interrupt landing in a class body
+    being built (``dataclass`` fields, during a lazy import) becomes ``RuntimeError: Error calling
+    __set_name__`` with the KeyboardInterrupt as its cause."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _value(choice: object) -> object:

@@ -135,6 +135,7 @@ def test_ctrl_c_at_each_phase_is_one_line_and_130(phase: str, command: str, tmp_
         [sys.executable, "-c", AT_PHASE, phase, *args],
         cwd=ROOT,
         env=env,
+        preexec_fn=default_sigint,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -180,3 +181,25 @@ def test_an_ignored_sigint_stays_ignored(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err  # examples/broken fails the check: the run completed
     assert out.startswith(b"{") and INTERRUPTED.encode() not in err
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_ctrl_c_that_python_wrapped_in_another_exception_is_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, json_output: bool
+) -> None:
+    """Ctrl-C landing while a dataclass is built (a lazy import) surfaces as ``RuntimeError:
+    Error calling __set_name__ ...`` caused by the KeyboardInterrupt: exit 130, one line, not an
+    internal error (seen at 0.005 s after start, normalize)."""
+    from support.cli import run_cli
+
+    def interrupted_import(*args: object, **kwargs: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    monkeypatch.setattr("kvscale.core.inspect.inspect_checkpoint", interrupted_import)
+    result = run_cli("inspect", "examples/broken", *(["--json"] if json_output else []))
+    assert result.exit_code == 130
+    assert result.stderr == INTERRUPTED + "\n"
+    assert "internal error" not in result.output

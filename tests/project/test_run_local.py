@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.hostile import default_sigint
 from support.run_local import run_local
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +95,7 @@ def test_an_interrupted_install_run_removes_its_temporary_directory(
         [sys.executable, str(RUN_LOCAL), "--install"],
         cwd=ROOT,
         env=env,
+        preexec_fn=default_sigint,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
