@@ -29,9 +29,7 @@ import dataclasses
 import importlib.util
 import inspect
 import json
-import platform as _pyplatform
 import sys
-import tempfile
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -1733,30 +1731,16 @@ class ArchOracle:
         return rec
 
     def run(self, names: Sequence[str] | None = None) -> dict[str, Any]:
-        cases = self.arch_cases.CASES
-        if names:
-            unknown = set(names) - {c["name"] for c in cases}
-            if unknown:
-                raise SystemExit(f"unknown case(s): {sorted(unknown)}")
-            cases = [c for c in cases if c["name"] in names]
-        results: dict[str, Any] = {}
-        with tempfile.TemporaryDirectory(prefix="kvscale-arch-oracle-") as tmp:
-            for c in cases:
-                results[c["name"]] = self.run_case(c, Path(tmp))
-        return {
-            "schema": SCHEMA,
-            "provenance": {
-                "engine": "vllm",
-                "vllm_version": self.tree.version(),
-                "vllm_sources_sha256": dict(sorted(self.tree.used.items())),
-                "torch_version": torch.__version__,
-                "python_version": _pyplatform.python_version(),
-                "device": "cpu",
-                "regex_module": _re.__name__,
-                "generator": "tests/parity/vllm_arch_oracle.py",
-            },
-            "cases": results,
-        }
+        return vo.run_catalogue(
+            SCHEMA,
+            self.tree,
+            self.arch_cases.CASES,
+            names,
+            self.run_case,
+            device="cpu",
+            generator="tests/parity/vllm_arch_oracle.py",
+            tmp_prefix="kvscale-arch-oracle-",
+        )
 
 
 def build_classes(

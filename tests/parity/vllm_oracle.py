@@ -1435,30 +1435,54 @@ class Oracle:
         return rec
 
     def run(self, names: Sequence[str] | None = None) -> dict[str, Any]:
-        cases = self.cases_mod.CASES
-        if names:
-            unknown = set(names) - {c["name"] for c in cases}
-            if unknown:
-                raise SystemExit(f"unknown case(s): {sorted(unknown)}")
-            cases = [c for c in cases if c["name"] in names]
-        results: dict[str, Any] = {}
-        with tempfile.TemporaryDirectory(prefix="kvscale-oracle-") as tmp:
-            for c in cases:
-                results[c["name"]] = self.run_case(c, Path(tmp))
-        return {
-            "schema": SCHEMA,
-            "provenance": {
-                "engine": "vllm",
-                "vllm_version": self.tree.version(),
-                "vllm_sources_sha256": dict(sorted(self.tree.used.items())),
-                "torch_version": torch.__version__,
-                "python_version": _pyplatform.python_version(),
-                "device": self.device.type,
-                "regex_module": _re.__name__,
-                "generator": "tests/parity/vllm_oracle.py",
-            },
-            "cases": results,
-        }
+        return run_catalogue(
+            SCHEMA,
+            self.tree,
+            self.cases_mod.CASES,
+            names,
+            self.run_case,
+            device=self.device.type,
+            generator="tests/parity/vllm_oracle.py",
+            tmp_prefix="kvscale-oracle-",
+        )
+
+
+def run_catalogue(
+    schema: str,
+    tree: VllmTree,
+    cases: Sequence[dict[str, Any]],
+    names: Sequence[str] | None,
+    run_case: Callable[[dict[str, Any], Path], Any],
+    *,
+    device: str,
+    generator: str,
+    tmp_prefix: str,
+) -> dict[str, Any]:
+    """A golden document: each case of the catalogue (``names``: only these) run in one
+    temporary directory, under the provenance that says which vLLM sources produced it."""
+    if names:
+        unknown = set(names) - {c["name"] for c in cases}
+        if unknown:
+            raise SystemExit(f"unknown case(s): {sorted(unknown)}")
+        cases = [c for c in cases if c["name"] in names]
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix=tmp_prefix) as tmp:
+        for c in cases:
+            results[c["name"]] = run_case(c, Path(tmp))
+    return {
+        "schema": schema,
+        "provenance": {
+            "engine": "vllm",
+            "vllm_version": tree.version(),
+            "vllm_sources_sha256": dict(sorted(tree.used.items())),
+            "torch_version": torch.__version__,
+            "python_version": _pyplatform.python_version(),
+            "device": device,
+            "regex_module": _re.__name__,
+            "generator": generator,
+        },
+        "cases": results,
+    }
 
 
 # ======================================================================================
