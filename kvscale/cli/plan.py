@@ -39,8 +39,9 @@ HOW = (
     "Candidates: every --kv-cache-dtype the engine accepts whose format kvscale can reproduce, "
     "for the backends that run it; FP8 and NVFP4 with the checkpoint's scales, freshly "
     "calibrated ones and 1.0; FP8 per head where a backend honours it; vLLM may keep layers "
-    "unquantized. Cost: 2 + (number of candidates) forward passes over the data, plus 2 per "
-    "confirmation run when layers are skipped. The answer is the cheapest configuration (KV "
+    "unquantized. Cost: 1 + (number of candidates) forward passes over the data (the "
+    "calibration pass is the unquantized reference), plus 1 per confirmation run when layers "
+    "are skipped. The answer is the cheapest configuration (KV "
     "bytes per token) whose measured KL (or perplexity increase) meets the budget."
 )
 

@@ -9,15 +9,17 @@ kvscale cannot reproduce is listed as not measurable, never estimated.
 
 Cost, in forward passes over the data (``PlanResult.forward_passes``):
 
-1. one pass capturing max |K| / |V| per layer and KV head (the calibration statistic,
-   ``kvscale.model.capture``; the calibrated candidates' scales come from it, exactly the values
-   ``kvscale calibrate`` writes from the same data);
-2. one pass per sample of the unquantized model (the reference) and one per candidate
-   (``kvscale.model.evaluate``): perplexity, KL mean and max against the reference, and per
-   layer the round-trip error of the K and V the candidate's own run wrote;
+1. one pass of the unquantized model capturing max |K| / |V| per layer and KV head (the
+   calibration statistic, ``kvscale.model.capture``; the calibrated candidates' scales come from
+   it, exactly the values ``kvscale calibrate`` writes from the same data) and keeping the
+   decoder's last hidden state per sample: the reference's logits and loss are the causal-LM
+   head applied to it (``kvscale.model.evaluate``: checked bit for bit against a real reference
+   pass on the first sample; a model where they differ gets its own reference pass, one more);
+2. one pass per candidate (``kvscale.model.evaluate``): perplexity, KL mean and max against the
+   reference, and per layer the round-trip error of the K and V the candidate's own run wrote;
 3. only when the answer keeps layers unquantized (``--kv-cache-dtype-skip-layers``): a
-   confirmation run of exactly that configuration, two passes (reference and candidate) per
-   attempt.
+   confirmation run of exactly that configuration, one pass per attempt (the reference again
+   from the kept hidden states).
 
 Selection: the cheapest configuration (fewest KV-cache bytes per token) whose measured KL (or
 perplexity increase) meets the budget. A cheaper candidate that misses the budget may still win
@@ -197,7 +199,9 @@ class PlanResult:
     forward_passes: int
     seconds: float
     forward_seconds: float
-    """The reference run's time alone: the unit of ``seconds / forward_seconds``."""
+    """One pass of the unquantized model over the data (the capture pass and the head's
+    logits from its hidden states; or the reference's own pass): the unit of
+    ``seconds / forward_seconds``."""
     notes: tuple[str, ...] = ()
 
     @property
@@ -501,8 +505,13 @@ def plan_model(
                 )
             )
 
-    # Pass 1: the calibration statistic, per KV head (per tensor is the max over heads).
-    capture = capture_kv_amax(loaded, data.samples, strategy="head", progress=progress)
+    # Pass 1: the calibration statistic, per KV head (per tensor is the max over heads), and
+    # the decoder's last hidden state per sample: the reference's logits without another pass.
+    capture_began = time.perf_counter()
+    capture = capture_kv_amax(
+        loaded, data.samples, strategy="head", keep_final_hidden=True, progress=progress
+    )
+    capture_seconds = time.perf_counter() - capture_began
     amax: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     for lc in capture.layers:
         amax_k = lc.k_amax if isinstance(lc.k_amax, tuple) else (lc.k_amax,)
@@ -544,10 +553,17 @@ def plan_model(
                 _codecs(candidate, loaded, scales, meters[candidate.name], options.engine),
             )
         )
-    evaluation = evaluate_model(loaded, data.samples, variants, progress=progress)
-    passes = 1 + 1 + len(variants)
+    evaluation = evaluate_model(
+        loaded, data.samples, variants, reference_hidden=capture.final_hidden, progress=progress
+    )
     reference = evaluation.variant("unquantized")
-    forward_seconds = reference.seconds
+    if evaluation.reference_from_hidden:
+        # The unquantized model's pass over the data: the capture, then the head's logits.
+        passes = 1 + len(variants)
+        forward_seconds = capture_seconds + reference.seconds
+    else:
+        passes = 1 + 1 + len(variants)
+        forward_seconds = reference.seconds
     for candidate in measured:
         if candidate.name not in {v.name for v in variants}:
             continue
@@ -581,6 +597,7 @@ def plan_model(
             dtype_bytes,
             options.engine,
             options.gpu_memory,
+            capture.final_hidden,
             progress,
         ),
     )
@@ -694,15 +711,21 @@ def _confirm(
     dtype_bytes: int,
     engine_options: EngineOptions,
     gpu_memory: int | None,
+    reference_hidden: Sequence[torch.Tensor] | None,
     progress: ProgressFn | None,
-) -> CandidateResult:
+) -> tuple[CandidateResult, int]:
+    """The confirmation run and the forward passes it took (one, or two when the reference
+    has to run again)."""
     from kvscale.model.evaluate import CacheVariant, evaluate_model
 
     meter = _ErrorMeter()
     variant = CacheVariant(
         candidate.name, _codecs(candidate, loaded, scales, meter, engine_options)
     )
-    run = evaluate_model(loaded, samples, [variant], progress=progress).variant(candidate.name)
+    evaluation = evaluate_model(
+        loaded, samples, [variant], reference_hidden=reference_hidden, progress=progress
+    )
+    run = evaluation.variant(candidate.name)
     size = _bytes_per_token(candidate, loaded, dtype_bytes)
     names = [layer.engine_name for layer in loaded.layers]
     return CandidateResult(
@@ -716,7 +739,7 @@ def _confirm(
         run.kl_max,
         meter.shares(names),
         confirmation=True,
-    )
+    ), (1 if evaluation.reference_from_hidden else 2)
 
 
 def _choose(
@@ -725,7 +748,7 @@ def _choose(
     reference_ppl: float,
     can_skip: bool,
     size_of: Callable[[Candidate], float | None],
-    confirm: Callable[[Candidate], CandidateResult],
+    confirm: Callable[[Candidate], tuple[CandidateResult, int]],
 ) -> tuple[CandidateResult | None, CandidateResult | None, list[CandidateResult], int]:
     """(chosen, closest when none, confirmation runs, forward passes they took).
 
@@ -758,9 +781,9 @@ def _choose(
                     best is not None and size >= (best.bytes_per_token or math.inf)
                 ):
                     break  # keeping these layers costs as much as the next answer
-                confirmed = confirm(trial)
+                confirmed, confirm_passes = confirm(trial)
                 confirmations.append(confirmed)
-                passes += 2
+                passes += confirm_passes
                 if confirmed.meets(budget, reference_ppl):
                     best = confirmed
                     break

@@ -359,22 +359,38 @@ _E2M1_BOUNDARIES = torch.tensor(
 def _e2m1_magnitude_code(y: torch.Tensor) -> torch.Tensor:
     """Magnitude code 0..7 of the nearest e2m1 value, ties to even (the thresholds of vLLM's
     ``round_to_nearest_e2m1``, which match cvt.rn.satfinite.e2m1x2.f32); NaN gives 7."""
-    code = torch.bucketize(y.abs(), _E2M1_BOUNDARIES).to(torch.uint8)
+    # The count of boundaries strictly below |y|, one comparison each: 3x faster on the CPU
+    # than torch.bucketize's per-element binary search, with the same result (float32 compares).
+    a = y.abs()
+    code = torch.zeros(a.shape, dtype=torch.uint8, device=a.device)
+    for boundary in _E2M1_BOUNDARIES:
+        code += a > boundary
     return torch.where(torch.isnan(y), torch.tensor(E2M1_NAN_CODE, dtype=torch.uint8), code)
+
+
+def _with_sign(magnitude: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """cvt.rn.satfinite.e2m1x2.f32's 4-bit code from y's magnitude code: sign in bit 3 (NaN
+    -> +6)."""
+    negative = torch.signbit(y) & ~torch.isnan(y)
+    return magnitude | (negative.to(torch.uint8) << 3)
 
 
 def _e2m1_codes(y: torch.Tensor) -> torch.Tensor:
     """cvt.rn.satfinite.e2m1x2.f32 per element: 4-bit code, sign in bit 3 (NaN -> +6)."""
-    negative = torch.signbit(y) & ~torch.isnan(y)
-    return _e2m1_magnitude_code(y) | (negative.to(torch.uint8) << 3)
+    return _with_sign(_e2m1_magnitude_code(y), y)
 
 
 _MAGNITUDES = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32)
 
 
+def _rounded(magnitude: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The e2m1 value of y's magnitude code as float, sign copied from y."""
+    return torch.copysign(_MAGNITUDES[magnitude.long()], y)
+
+
 def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
     """vLLM's ``round_to_nearest_e2m1``: the nearest e2m1 value as float, sign copied from y."""
-    return torch.copysign(_MAGNITUDES[_e2m1_magnitude_code(y).long()], y)
+    return _rounded(_e2m1_magnitude_code(y), y)
 
 
 def _output_scale(sf: torch.Tensor, rcp_g: torch.Tensor, track: bool) -> list[torch.Tensor]:
@@ -388,9 +404,14 @@ def _dequant_scales(os: torch.Tensor, track: bool) -> list[torch.Tensor]:
     return [torch.where(os != 0, r, zero) for r in _rcp_candidates(os, track)]
 
 
-def _reconstruction_error(x: torch.Tensor, os: torch.Tensor, dq: torch.Tensor) -> torch.Tensor:
-    """``nvfp4_reconstruction_error`` as compiled (FFMA/FMUL/FADD order of the 0.33.0 SASS)."""
-    d = _fma(_e2m1_round(x * os[:, None]), dq[:, None], -x)
+def _reconstruction_error(
+    x: torch.Tensor, os: torch.Tensor, dq: torch.Tensor, rounded: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``nvfp4_reconstruction_error`` as compiled (FFMA/FMUL/FADD order of the 0.33.0 SASS).
+    ``rounded``: ``_e2m1_round(x * os[:, None])`` when the caller has it already."""
+    if rounded is None:
+        rounded = _e2m1_round(x * os[:, None])
+    d = _fma(rounded, dq[:, None], -x)
     d = torch.where((os == 0)[:, None], x, d)
     pairs = d.view(-1, SF_VEC_SIZE // 2, 2)
     dx, dy = pairs[..., 0], pairs[..., 1]
@@ -493,12 +514,15 @@ def _quantize_groups(
     sf4_bits = _e4m3_bits((m * _f32(RCP_FOUR)) * g)
     sf4 = _e4m3_value(sf4_bits)
     os4 = _output_scale(sf4, rcp_g[0], False)[0]
-    err6 = _reconstruction_error(x, os6, _dequant_scales(os6, False)[0])
-    err4 = _reconstruction_error(x, os4, _dequant_scales(os4, False)[0])
+    # Each side's scaled values are rounded once: the error and the codes read the same ones.
+    y6, y4 = x * os6[:, None], x * os4[:, None]
+    mag6, mag4 = _e2m1_magnitude_code(y6), _e2m1_magnitude_code(y4)
+    err6 = _reconstruction_error(x, os6, _dequant_scales(os6, False)[0], _rounded(mag6, y6))
+    err4 = _reconstruction_error(x, os4, _dequant_scales(os4, False)[0], _rounded(mag4, y4))
     use4 = err4 < err6
     os = torch.where(use4, os4, os6)
-    codes6 = _e2m1_codes(x * os6[:, None])
-    codes4 = _e2m1_codes(x * os4[:, None])
+    codes6 = _with_sign(mag6, y6)
+    codes4 = _with_sign(mag4, y4)
     codes = torch.where(use4[:, None], codes4, codes6)
     ambiguous = torch.zeros(n, dtype=torch.bool)
     if track:

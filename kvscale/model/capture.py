@@ -34,6 +34,11 @@ values with ``abs(f32(x) / scale) > 464`` at the calibrated scale is reported: t
 clips exactly those (``kvscale.kernel.reference.clipped``; up to 464, half an ulp above 448,
 values round to 448 as they would without the clamp).
 
+``keep_final_hidden`` (batch 1, no holdout) also keeps, per sample, the decoder's last hidden
+state (``model.get_decoder()``'s ``last_hidden_state``): what the causal-LM head turns into the
+logits, so that ``kvscale.model.evaluate`` can compute the unquantized reference from it without
+running the model again (``kvscale plan``: the calibration pass is the reference pass).
+
 ``capture_with_cache`` is an independent oracle for tests: a ``DynamicCache`` subclass records
 the ``update`` inputs (batch 1, ``use_cache=True``), the other observation point of the engine's
 cache content.
@@ -44,7 +49,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -119,6 +124,9 @@ class CaptureResult:
     holdout_samples: int
     holdout_tokens: int
     layers: tuple[LayerCapture, ...]
+    final_hidden: tuple[torch.Tensor, ...] | None = field(default=None, repr=False, compare=False)
+    """With ``keep_final_hidden``: per sample, ``[1, tokens, hidden]`` on the model's device;
+    None when the model has no decoder module whose output could be kept."""
 
     @property
     def nonfinite_layers(self) -> tuple[str, ...]:
@@ -256,6 +264,7 @@ def capture_kv_amax(
     holdout: float = 0.0,
     headroom: float = 1.0,
     min_scale: float = 0.0,
+    keep_final_hidden: bool = False,
     progress: ProgressFn | None = None,
 ) -> CaptureResult:
     """Calibrate: the running max |K| / |V| of every layer of ``loaded.layers`` over ``samples``.
@@ -275,6 +284,8 @@ def capture_kv_amax(
     if any(len(s) == 0 for s in samples):
         raise UsageError("calibration samples must not be empty")
     _refuse_head_strategy_for_latent(loaded.layers, strategy)
+    if keep_final_hidden and (batch_size != 1 or holdout):
+        raise UsageError("keep_final_hidden keeps one state per sample: batch 1, no holdout")
     per_head = strategy == "head"
     held = holdout_indices(len(samples), holdout)
     held_set = set(held)
@@ -346,6 +357,20 @@ def capture_kv_amax(
     tokens_done = 0
     calib_tokens = 0
     held_tokens = 0
+    kept: list[Any] | None = None
+    decoder = _decoder(model) if keep_final_hidden else None
+    hook = None
+    if decoder is not None:
+        kept = []
+
+        def keep(_module: Any, _args: Any, output: Any) -> None:
+            assert kept is not None
+            hidden = getattr(output, "last_hidden_state", None)
+            if hidden is None and isinstance(output, tuple) and output:
+                hidden = output[0]
+            kept.append(hidden)
+
+        hook = decoder.register_forward_hook(keep)
     try:
         with attention_hook(model, on_kv), torch.inference_mode(), quiet_transformers():
             for phase, order in (("calib", calib), ("holdout", list(held))):
@@ -385,6 +410,13 @@ def capture_kv_amax(
                         progress(ProgressEvent("calibrate", done, total, tokens=tokens_done))
     except HookError as exc:
         raise UnsupportedModelError(loaded.path, str(exc)) from None
+    finally:
+        if hook is not None:
+            hook.remove()
+    final_hidden = None
+    if kept is not None and len(kept) == len(samples):
+        if all(isinstance(h, torch.Tensor) for h in kept):
+            final_hidden = tuple(kept)
 
     layers = [_latent_capture(slot, calib_tokens, held_tokens) for slot in latent_slots.values()]
     for slot in slots.values():
@@ -412,7 +444,23 @@ def capture_kv_amax(
         holdout_samples=len(held),
         holdout_tokens=held_tokens,
         layers=tuple(layers),
+        final_hidden=final_hidden,
     )
+
+
+def _decoder(model: Any) -> Any:
+    """The module whose output is the last hidden state the causal-LM head reads
+    (``PreTrainedModel.get_decoder``), or None."""
+    get = getattr(model, "get_decoder", None)
+    if get is None:
+        return None
+    try:
+        decoder = get()
+    except (AttributeError, NotImplementedError, ValueError):
+        return None
+    if decoder is None or decoder is model:
+        return None
+    return decoder
 
 
 def _latent_capture(slot: _Slot, calib_tokens: int, held_tokens: int) -> LayerCapture:

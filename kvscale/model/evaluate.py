@@ -30,6 +30,14 @@ tokens. KL is ``KL(P_unquantized || P_variant)`` of the next-token distributions
 positions (``_Reference``: in chunks of ``KL_CHUNK`` positions, each clamped at 0), mean and max
 over all positions.
 
+``reference_hidden`` (``kvscale.model.capture``'s ``keep_final_hidden``: per sample, the
+decoder's last hidden state of an unquantized pass) replaces the reference's forward passes: its
+logits are the output embeddings applied to that state and its loss the model's own
+``loss_function`` of them, what a transformers ``*ForCausalLM.forward`` computes after its decoder
+(``LlamaForCausalLM.forward``, transformers 5). The first sample checks it: the reference runs
+once for real there and its logits and loss must equal the recomputed ones bit for bit, or the
+reference runs for every sample (``ModelEvaluation.reference_from_hidden`` says which).
+
 ``activations_out`` saves the reference run's K/V (``<layer>.k`` / ``<layer>.v``, ``[tokens,
 num_kv_heads, head_size]``; an MLA layer's two halves of the cache row, ``<layer>.kv_c``
 ``[tokens, kv_lora_rank]`` and ``<layer>.k_pe`` ``[tokens, rope_dim]``, the arguments of vLLM's
@@ -82,6 +90,9 @@ same shape, on x's device."""
 REFERENCE = "unquantized"
 """The reference run's name: the model's own K/V, every variant's KL is against it."""
 KL_CHUNK = 256
+IGNORE_INDEX = -100
+"""transformers' ``ForCausalLMLoss`` default: the label of the last position, which predicts
+nothing."""
 ACTIVATION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
@@ -134,6 +145,10 @@ class ModelEvaluation:
     variants: tuple[VariantResult, ...]
     """The reference first, then each variant in the order given."""
     activations_path: str | None
+    reference_from_hidden: bool = False
+    """The reference's logits came from ``reference_hidden`` (checked on the first sample)."""
+    check_seconds: float = 0.0
+    """Wall time of that check's one real reference pass, not in the reference's seconds."""
 
     def variant(self, name: str) -> VariantResult:
         for v in self.variants:
@@ -218,14 +233,27 @@ def _activation_budget(loaded: LoadedModel, tokens: int, dtype: torch.dtype, pat
 class _Reference:
     """The unquantized run's next-token log-probabilities of one sample (float32), kept for the
     KL of the other variants: ``KL(p || q) = sum p * (log p - log q)`` per position, computed in
-    place chunk by chunk (one log-softmax of the variant, one exp of the reference chunk, a
-    subtraction, a product and a row sum; 2.7x faster on CPU than ``kl_div`` over two fresh
-    log-softmaxes). Summed over positions in float64. float32 log-softmax rounding leaves
-    errors of about 1e-7 nats times the logits' magnitude, so each position is clamped at 0.
+    place chunk by chunk (one log-softmax of the variant, a subtraction, a product with the
+    reference's probabilities, exponentiated once per sample, and a row sum; 2.7x faster on CPU
+    than ``kl_div`` over two fresh log-softmaxes). Summed over positions in float64. float32
+    log-softmax rounding leaves errors of about 1e-7 nats times the logits' magnitude, so each
+    position is clamped at 0.
+
+    The variant's loss comes from the same log-softmax (``kl(..., with_loss=True)``): the
+    next token's log-probability per position, gathered into one column, then the reduction the
+    model's own loss ends in (transformers' ``ForCausalLMLoss``: ``cross_entropy`` of the float32
+    logits, which is ``nll_loss`` of their ``log_softmax``, mean over every position but the
+    last, which it ignores; the column holds exactly the values ``nll_loss`` reads, in the same
+    order, so the sum is the same). ``evaluate_model`` checks it against the model's own loss
+    once per run.
     """
 
-    def __init__(self, logits: torch.Tensor, positions: int) -> None:
+    def __init__(self, logits: torch.Tensor, positions: int, next_tokens: torch.Tensor) -> None:
         self.positions = positions
+        self.next_tokens = next_tokens.reshape(-1, 1)
+        # ForCausalLMLoss pads the shifted labels with ignore_index for the last position.
+        self.loss_targets = torch.zeros(positions + 1, dtype=torch.long, device=logits.device)
+        self.loss_targets[-1] = IGNORE_INDEX
         vocab = logits.shape[-1]
         self.logp = torch.empty((positions, vocab), dtype=torch.float32, device=logits.device)
         for start in range(0, positions, KL_CHUNK):
@@ -233,28 +261,43 @@ class _Reference:
             torch.log_softmax(
                 logits[start:stop], dim=-1, dtype=torch.float32, out=self.logp[start:stop]
             )
-        self.buffer = torch.empty(
-            (min(KL_CHUNK, positions), vocab), dtype=torch.float32, device=logits.device
-        )
+        # The probabilities once per sample, not once per variant.
+        self.p = torch.exp(self.logp)
 
-    def kl(self, logits: torch.Tensor) -> tuple[float, float]:
-        """(sum, max) of KL(reference || softmax(logits)) over the positions."""
+    def kl(
+        self, logits: torch.Tensor, *, with_loss: bool = False
+    ) -> tuple[float, float, torch.Tensor | None]:
+        """(sum, max) of KL(reference || softmax(logits)) over the positions, and with
+        ``with_loss`` the model's loss of ``logits`` (float32 scalar tensor; see the class doc)."""
         total = 0.0
         peak = 0.0
+        picked = (
+            torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=logits.device)
+            if with_loss
+            else None
+        )
         for start in range(0, self.positions, KL_CHUNK):
             stop = min(self.positions, start + KL_CHUNK)
             ref = self.logp[start:stop]
-            p = torch.exp(ref, out=self.buffer[: stop - start])
+            p = self.p[start:stop]
             d = torch.log_softmax(logits[start:stop], dim=-1, dtype=torch.float32)
+            if picked is not None:
+                torch.gather(d, 1, self.next_tokens[start:stop], out=picked[start:stop])
             torch.sub(ref, d, out=d)
             d.mul_(p)
             kl = d.sum(-1).clamp_min_(0.0)
             total += float(kl.sum(dtype=torch.float64))
             chunk_max = float(kl.max())
-            if math.isnan(total) or math.isnan(chunk_max):
-                return math.nan, math.nan
-            peak = max(peak, chunk_max)
-        return total, peak
+            # max() would drop a NaN; a NaN KL must stay visible.
+            peak = chunk_max if math.isnan(chunk_max) or chunk_max > peak else peak
+        loss = None
+        if picked is not None:
+            loss = torch.nn.functional.nll_loss(
+                picked, self.loss_targets, ignore_index=IGNORE_INDEX, reduction="mean"
+            )
+        if math.isnan(total) or math.isnan(peak):
+            return math.nan, math.nan, loss
+        return total, peak, loss
 
 
 def _ppl(loss: float) -> float:
@@ -285,9 +328,14 @@ def evaluate_model(
     *,
     activations_out: Path | str | None = None,
     activations_dtype: str | None = None,
+    reference_hidden: Sequence[torch.Tensor] | None = None,
     progress: ProgressFn | None = None,
 ) -> ModelEvaluation:
     """Run the reference and ``variants`` over ``samples`` (see the module doc).
+
+    ``reference_hidden``: one ``[1, tokens, hidden]`` tensor per sample, the decoder's last
+    hidden state of the unquantized model on it (``CaptureResult.final_hidden``); the reference
+    is then computed from it instead of run (not with ``activations_out``, which needs its K/V).
 
     ``activations_out``: also write the reference run's K/V as a safetensors file
     (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``; MLA layers
@@ -296,6 +344,13 @@ def evaluate_model(
     """
     require_predicted_tokens(samples)
     _check_variants(loaded, variants)
+    if reference_hidden is not None:
+        if activations_out is not None:
+            raise UsageError("activations_out needs the reference's own pass: no reference_hidden")
+        if len(reference_hidden) != len(samples):
+            raise UsageError(
+                f"reference_hidden holds {len(reference_hidden)} states for {len(samples)} samples"
+            )
     save_path = Path(activations_out) if activations_out is not None else None
     save_dtype = None
     if save_path is not None:
@@ -356,8 +411,23 @@ def evaluate_model(
             return None
         return _latent_back(codec.k(latent_rows(kv_c, k_pe)), kv_c, k_pe)
 
-    forward_kwargs: dict[str, Any] = {"use_cache": False}
     cache_kwarg = cache_kwarg_name(model) if latent_by_idx else None
+
+    def forward(ids: torch.Tensor, labels: bool = True) -> Any:
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if cache_kwarg is not None:
+            # MLA: a fresh cache per pass, its update the replacement point.
+            kwargs = {"use_cache": True, cache_kwarg: RecordingCache(model.config, on_update)}
+        if labels:
+            kwargs["labels"] = ids
+        return model(input_ids=ids, **kwargs)
+
+    from_hidden = reference_hidden is not None
+    checked = False
+    # The variants' loss from the KL's own log-softmax (_Reference): None until the first
+    # variant pass compares it with the model's own loss, then whether it equalled it.
+    fused_loss: bool | None = None
+    check_seconds = 0.0
 
     runs: list[tuple[str, Mapping[str, LayerCodec] | None]] = [(REFERENCE, None)]
     runs.extend((v.name, v.layers) for v in variants)
@@ -365,6 +435,7 @@ def evaluate_model(
     seconds = dict.fromkeys(sums, 0.0)
     predicted = 0
     tokens = 0
+    check_seconds_total = 0.0
     device = loaded.input_device
     try:
         with attention_hook(model, on_kv), torch.inference_mode(), quiet_transformers():
@@ -374,27 +445,45 @@ def evaluate_model(
                 ref: _Reference | None = None
                 for name, codecs in runs:
                     active["codecs"] = codecs
-                    if cache_kwarg is not None:
-                        # MLA: a fresh cache per pass, its update the replacement point.
-                        forward_kwargs = {
-                            "use_cache": True,
-                            cache_kwarg: RecordingCache(model.config, on_update),
-                        }
                     began = time.perf_counter()
-                    out = model(input_ids=ids, labels=ids, **forward_kwargs)
-                    logits = out.logits[0]
-                    if n > 0:
-                        sums[name][0] += float(out.loss) * n
+                    if codecs is None and from_hidden:
+                        assert reference_hidden is not None
+                        batch_logits, loss = _from_hidden(model, reference_hidden[i], ids)
+                        if not checked or batch_logits is None:
+                            checked = True
+                            check_began = time.perf_counter()
+                            out = forward(ids)
+                            check_seconds = time.perf_counter() - check_began
+                            if not _same_output(batch_logits, loss, out):
+                                from_hidden = False
+                                batch_logits, loss = out.logits, out.loss
+                                check_seconds = 0.0  # the reference's own pass after all
+                            del out
+                    else:
+                        out = forward(ids, labels=codecs is None or ref is None or not fused_loss)
+                        batch_logits, loss = out.logits, out.loss
+                        del out
+                    logits = batch_logits[0]
                     if codecs is None:
-                        ref = _Reference(logits, n) if n > 0 else None
+                        ref = _Reference(logits, n, ids[0, 1:]) if n > 0 else None
                     elif ref is not None:
-                        kl_sum, kl_max = ref.kl(logits)
+                        kl_sum, kl_max, own_loss = ref.kl(logits, with_loss=fused_loss is not False)
+                        if fused_loss is None:
+                            fused_loss = _same_loss(own_loss, loss)
+                        if fused_loss:
+                            loss = own_loss
                         acc = sums[name]
                         acc[1] += kl_sum
                         # max() would drop a NaN; a NaN KL must stay visible.
                         acc[2] = kl_max if math.isnan(kl_max) or kl_max > acc[2] else acc[2]
-                    del out, logits
+                    if n > 0:
+                        sums[name][0] += float(loss) * n
+                    del batch_logits, logits, loss
                     seconds[name] += time.perf_counter() - began
+                    if codecs is None:
+                        seconds[name] -= check_seconds
+                        check_seconds_total += check_seconds
+                        check_seconds = 0.0
                 predicted += max(0, n)
                 tokens += len(sample)
                 if progress is not None:
@@ -422,7 +511,52 @@ def evaluate_model(
         _write_activations(save_path, saved, loaded)
         written = str(save_path)
     return ModelEvaluation(
-        samples=len(samples), tokens=tokens, variants=tuple(results), activations_path=written
+        samples=len(samples),
+        tokens=tokens,
+        variants=tuple(results),
+        activations_path=written,
+        reference_from_hidden=from_hidden,
+        check_seconds=check_seconds_total,
+    )
+
+
+def _from_hidden(model: Any, hidden: torch.Tensor, ids: torch.Tensor) -> tuple[Any, Any]:
+    """The reference's logits and loss from its decoder's last hidden state, as the causal-LM
+    head computes them (``LlamaForCausalLM.forward``, transformers 5: ``lm_head`` of every
+    position, then ``self.loss_function(logits=..., labels=..., vocab_size=...)``)."""
+    if hidden.dim() != 3 or tuple(hidden.shape[:2]) != tuple(ids.shape):
+        return None, None
+    try:
+        head = model.get_output_embeddings()
+        if head is None:
+            return None, None
+        logits = head(hidden)
+        loss = model.loss_function(logits=logits, labels=ids, vocab_size=model.config.vocab_size)
+    except (AttributeError, NotImplementedError, RuntimeError, TypeError, ValueError):
+        # Not a causal-LM head of this shape: the caller runs the reference instead.
+        return None, None
+    return logits, loss
+
+
+def _same_loss(mine: torch.Tensor | None, model_loss: Any) -> bool:
+    """Bit for bit, a NaN equal to a NaN."""
+    if mine is None or not isinstance(model_loss, torch.Tensor):
+        return False
+    if mine.dtype != model_loss.dtype or mine.shape != model_loss.shape:
+        return False
+    return bool(torch.equal(mine, model_loss) or (mine.isnan() & model_loss.isnan()).all())
+
+
+def _same_output(logits: Any, loss: Any, out: Any) -> bool:
+    """The recomputed reference equals the real pass bit for bit (shape, dtype, values)."""
+    if not isinstance(logits, torch.Tensor) or not isinstance(loss, torch.Tensor):
+        return False
+    real_logits, real_loss = out.logits, out.loss
+    return (
+        real_logits.dtype == logits.dtype
+        and real_logits.shape == logits.shape
+        and bool(torch.equal(real_logits, logits))
+        and _same_loss(loss, real_loss)
     )
 
 

@@ -131,8 +131,8 @@ def plan_summary(result: PlanResult) -> list[str]:
     equivalents = result.seconds / result.forward_seconds if result.forward_seconds > 0 else 0.0
     lines.append(
         f"{result.forward_passes} forward passes over {result.samples} samples "
-        f"({result.tokens} tokens), {result.seconds:.1f} s (~{equivalents:.1f} forward-pass "
-        "equivalents)"
+        f"({result.tokens} tokens), {result.seconds:.1f} s (~{equivalents:.1f}x its "
+        "unquantized pass)"
     )
     return lines
 

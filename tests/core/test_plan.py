@@ -31,6 +31,7 @@ from kvscale.core.plan import (  # noqa: E402
 )
 from kvscale.engine.options import EngineOptions  # noqa: E402
 from kvscale.errors import UsageError  # noqa: E402
+from kvscale.model.capture import capture_kv_amax  # noqa: E402
 from kvscale.model.evaluate import CacheVariant, evaluate_model  # noqa: E402
 from kvscale.model.load import load_model  # noqa: E402
 
@@ -101,7 +102,8 @@ def test_plan_measures_each_candidate_as_the_model_runs_it(tiny: Path, data: Pat
         data=data, samples=3, seq_len=24, candidates=("fp8:calibrated", "int8_per_token_head")
     )
     result = plan_model(tiny, options)
-    assert result.ok and result.forward_passes == 2 + 2
+    # One unquantized pass (the capture, whose hidden states give the reference), one each.
+    assert result.ok and result.forward_passes == 1 + 2
     by_name = {r.name: r for r in result.results}
     assert set(by_name) == {"fp8:calibrated", "int8_per_token_head"}
     # int8 per token and head is the more precise; FP8 is cheaper: 2 layers x 2 (k, v) x 2 heads
@@ -181,12 +183,13 @@ def test_skipped_layers_are_confirmed_and_the_confirmation_decides() -> None:
     sizes = {(): 60.0, ("2",): 80.0, ("1", "2"): 90.0, ("0", "1", "2"): 120.0}
     tried: list[tuple[str, ...]] = []
 
-    def confirm(c: Candidate) -> CandidateResult:
+    def confirm(c: Candidate) -> tuple[CandidateResult, int]:
         tried.append(c.skip_layers)
         kl = {("2",): 0.012, ("1", "2"): 0.008}[c.skip_layers]
-        return CandidateResult(
+        run = CandidateResult(
             c, "measured", None, sizes[c.skip_layers], None, 10.0, kl, kl, (), True
         )
+        return run, {("2",): 1, ("1", "2"): 2}[c.skip_layers]
 
     chosen, closest, runs, passes = _choose(
         [cheap, fp8],
@@ -198,7 +201,7 @@ def test_skipped_layers_are_confirmed_and_the_confirmation_decides() -> None:
     )
     # The estimate says skipping layer 2 leaves 0.04 x 0.25 = 0.01 <= 0.01; its run measured
     # 0.012, so the next layer by share joins (1 and 2: 0.008, 90 B < fp8's 100 B).
-    assert tried == [("2",), ("1", "2")] and passes == 4
+    assert tried == [("2",), ("1", "2")] and passes == 1 + 2
     assert chosen is runs[1] and chosen.candidate.skip_layers == ("1", "2")
     assert closest is None
 
@@ -207,7 +210,7 @@ def test_skipping_that_costs_more_than_the_next_candidate_is_not_tried() -> None
     cheap = _result("int4_per_token_head", 60.0, 0.04, (0.5, 0.5))
     fp8 = _result("fp8", 100.0, 0.005)
 
-    def confirm(c: Candidate) -> CandidateResult:
+    def confirm(c: Candidate) -> tuple[CandidateResult, int]:
         raise AssertionError("no confirmation run expected")
 
     chosen, _, runs, passes = _choose(
@@ -291,10 +294,15 @@ def test_verify_data_reproduces_a_confirmation_run_with_skipped_layers(
 
     loaded = load_model(tiny)
     samples = [tuple(json.loads(line)["input_ids"]) for line in data.read_text().splitlines()]
+    # The reference from the capture pass's hidden states, as the plan confirms.
+    hidden = capture_kv_amax(loaded, samples, keep_final_hidden=True).final_hidden
     runs = {}
     for skip in ((), ("0",)):
         candidate = Candidate("int4_per_token_head", INT4_PER_TOKEN_HEAD, None, skip_layers=skip)
-        runs[skip] = _confirm(candidate, loaded, samples, {}, 2, EngineOptions(), None, None)
+        runs[skip], passes = _confirm(
+            candidate, loaded, samples, {}, 2, EngineOptions(), None, hidden, None
+        )
+        assert passes == 1
         flags = ["--kv-cache-dtype-skip-layers", ",".join(skip)] if skip else []
         verify = _cli(
             "verify", tiny, "--kv-cache-dtype", "int4_per_token_head", *flags, "--data", data,

@@ -79,6 +79,31 @@ def test_e2m1_one_bf16_ulp_off_the_ties() -> None:
     assert write(x) == (padded(0x17, 0x31, 0x53, 0x75), 0x38, False)
 
 
+def _vllm_e2m1_index(a: float) -> int:
+    """vLLM 0.33.0's ``round_to_nearest_e2m1`` thresholds on |y|, written out per value."""
+    for index, (limit, inclusive) in enumerate(
+        [(0.25, True), (0.75, False), (1.25, True), (1.75, False), (2.5, True), (3.5, False),
+         (5.0, True)]
+    ):  # fmt: skip
+        if a < limit or (inclusive and a == limit):
+            return index
+    return 7
+
+
+def test_e2m1_magnitude_code_at_every_float32_neighbour_of_the_boundaries() -> None:
+    """The e2m1 rounding of the scaled float32 values (not only bf16 ones): at each midpoint and
+    its float32 neighbours on both sides, both signs, and 0, inf and 6 beyond."""
+    values = [0.0, 6.0, 7.0, INF, 1e30]
+    for b in (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0):
+        t = torch.tensor(b, dtype=torch.float32)
+        values += [b, float(torch.nextafter(t, torch.tensor(0.0))),
+                   float(torch.nextafter(t, torch.tensor(INF)))]  # fmt: skip
+    y = torch.tensor(values + [-v for v in values], dtype=torch.float32)
+    got = N._e2m1_magnitude_code(y).tolist()
+    assert got == [_vllm_e2m1_index(abs(v)) for v in y.tolist()]
+    assert N._e2m1_magnitude_code(torch.tensor([NAN])).tolist() == [7]
+
+
 def test_nibble_order_even_element_low() -> None:
     """cvt.rn.satfinite.e2m1x2.f32 d, a, b puts b in the low nibble; vLLM passes (odd, even)."""
     assert write(group(6)) == (padded(0x07), 0x38, False)

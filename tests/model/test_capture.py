@@ -196,3 +196,21 @@ def test_capture_option_errors(models: Any) -> None:
         capture_kv_amax(lm, [(1, 2)], headroom=0.0)
     with pytest.raises(UsageError, match="must not be empty"):
         capture_kv_amax(lm, [(1, 2), ()])
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma2"])
+def test_final_hidden_states_are_the_decoders_output(models: Any, kind: str) -> None:
+    lm = models(kind)
+    data = random_samples((13, 7), seed=5)
+    plain = capture_kv_amax(lm, data, strategy="head")
+    kept = capture_kv_amax(lm, data, strategy="head", keep_final_hidden=True)
+    assert kept.layers == plain.layers and plain.final_hidden is None
+    assert kept.final_hidden is not None and len(kept.final_hidden) == 2
+    for sample, hidden in zip(data, kept.final_hidden, strict=True):
+        with torch.inference_mode():
+            want = lm.model.get_decoder()(input_ids=torch.tensor([sample]), use_cache=False)
+        assert torch.equal(hidden, want.last_hidden_state)
+    with pytest.raises(UsageError, match="batch 1"):
+        capture_kv_amax(lm, data, batch_size=2, keep_final_hidden=True)
+    with pytest.raises(UsageError, match="no holdout"):
+        capture_kv_amax(lm, data, holdout=0.5, keep_final_hidden=True)

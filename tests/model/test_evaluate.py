@@ -355,3 +355,91 @@ def test_one_token_samples_predict_nothing_and_are_refused(llama: LoadedModel) -
     assert info.value.hint == "give --data whose samples hold at least 2 tokens each"
     with pytest.raises(UsageError, match="at least one non-empty sample"):
         evaluate_model(llama, [(5,), ()], [])
+
+
+# --- the reference from the capture's hidden states, the variants' loss from the KL's ---------
+
+
+def numbers(result: Any) -> list[tuple[Any, ...]]:
+    return [(v.name, v.loss, v.ppl, v.kl_mean, v.kl_max, v.tokens) for v in result.variants]
+
+
+def count_forwards(lm: LoadedModel) -> list[int]:
+    calls: list[int] = []
+    lm.model.register_forward_pre_hook(lambda *_: calls.append(1))
+    return calls
+
+
+@pytest.mark.parametrize(("fixture", "from_hidden"), [("llama", True), ("gemma2_bf16", False)])
+def test_reference_from_hidden_states_equals_the_reference_pass(
+    request: Any, fixture: str, from_hidden: bool
+) -> None:
+    # Gemma 2 soft-caps its logits after the head: the check on the first sample sees the
+    # difference, and the reference runs for every sample as without hidden states.
+    lm = request.getfixturevalue(fixture)
+    data = samples((17, 9, 12))
+    capture = capture_kv_amax(lm, data, keep_final_hidden=True)
+    assert capture.final_hidden is not None
+    variants = fp8_variants(calibrated(lm, data))
+    plain = evaluate_model(lm, data, variants)
+    calls = count_forwards(lm)
+    kept = evaluate_model(lm, data, variants, reference_hidden=capture.final_hidden)
+    assert numbers(kept) == numbers(plain)
+    assert kept.reference_from_hidden is from_hidden and not plain.reference_from_hidden
+    # 3 samples x 2 variants, plus the reference: its one checking pass, or all 3 passes.
+    assert len(calls) == 6 + (1 if from_hidden else 3)
+    assert (kept.check_seconds > 0) is from_hidden
+
+
+def test_hidden_states_that_do_not_reproduce_the_logits_are_not_used(llama: LoadedModel) -> None:
+    data = samples((11, 8))
+    capture = capture_kv_amax(llama, data, keep_final_hidden=True)
+    assert capture.final_hidden is not None
+    wrong = [h + 1.0 for h in capture.final_hidden]
+    variants = fp8_variants(calibrated(llama, data))
+    kept = evaluate_model(llama, data, variants, reference_hidden=wrong)
+    assert not kept.reference_from_hidden and kept.check_seconds == 0.0
+    assert numbers(kept) == numbers(evaluate_model(llama, data, variants))
+
+
+def test_reference_hidden_is_refused_where_it_cannot_serve(
+    llama: LoadedModel, tmp_path: Path
+) -> None:
+    data = samples((11, 8))
+    capture = capture_kv_amax(llama, data, keep_final_hidden=True)
+    assert capture.final_hidden is not None
+    with pytest.raises(UsageError, match="2 samples"):
+        evaluate_model(llama, data, [], reference_hidden=capture.final_hidden[:1])
+    with pytest.raises(UsageError, match="activations_out"):
+        evaluate_model(
+            llama,
+            data,
+            [],
+            reference_hidden=capture.final_hidden,
+            activations_out=tmp_path / "kv.safetensors",
+        )
+
+
+@pytest.mark.parametrize("fixture", ["llama", "gemma2_bf16"])
+def test_variant_loss_from_the_kl_log_softmax_is_the_models_own(
+    request: Any, fixture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kvscale.model.evaluate as evaluate
+
+    lm = request.getfixturevalue(fixture)
+    data = samples((17, 9, 12))
+    variants = fp8_variants(calibrated(lm, data))
+    losses: list[int] = []
+    cross_entropy = torch.nn.functional.cross_entropy
+    monkeypatch.setattr(
+        torch.nn.functional,
+        "cross_entropy",
+        lambda *a, **k: losses.append(1) or cross_entropy(*a, **k),
+    )
+    fused = evaluate_model(lm, data, variants)
+    # The model's own loss: the reference's 3, and the first variant pass's, which checks.
+    assert len(losses) == 3 + 1
+    monkeypatch.setattr(evaluate, "_same_loss", lambda *_: False)
+    own = evaluate_model(lm, data, variants)
+    assert len(losses) == 4 + 3 + 6
+    assert numbers(fused) == numbers(own)

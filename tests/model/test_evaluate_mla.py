@@ -122,3 +122,21 @@ def test_codecs_must_fit_the_layer(lm: LoadedModel) -> None:
     assert info.value.one_line() == (
         f"variant 'x': {LAYER0} caches an MLA latent row, its codec K and V"
     )
+
+
+def test_reference_from_the_captures_hidden_states(lm: LoadedModel) -> None:
+    from kvscale.model.capture import capture_kv_amax
+
+    samples = random_samples((19, 8), seed=9)
+    scale = torch.tensor([0.05])
+    fp8 = {
+        name: LayerCodec(mla_latent_roundtrip(scale, "fp8", 32), latent=True) for name in _names(lm)
+    }
+    variants = [CacheVariant("fp8", fp8)]
+    capture = capture_kv_amax(lm, samples, keep_final_hidden=True)
+    kept = evaluate_model(lm, samples, variants, reference_hidden=capture.final_hidden)
+    plain = evaluate_model(lm, samples, variants)
+    assert kept.reference_from_hidden
+    assert [(v.loss, v.kl_mean, v.kl_max) for v in kept.variants] == [
+        (v.loss, v.kl_mean, v.kl_max) for v in plain.variants
+    ]
