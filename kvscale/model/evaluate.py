@@ -263,6 +263,11 @@ class _Reference:
             )
         # The probabilities once per sample, not once per variant.
         self.p = torch.exp(self.logp)
+        # One scratch chunk for every variant's log-softmax: a fresh 50 MB tensor per chunk
+        # costs its page faults each time.
+        self.scratch = torch.empty(
+            (min(KL_CHUNK, positions), vocab), dtype=torch.float32, device=logits.device
+        )
 
     def kl(
         self, logits: torch.Tensor, *, with_loss: bool = False
@@ -280,7 +285,8 @@ class _Reference:
             stop = min(self.positions, start + KL_CHUNK)
             ref = self.logp[start:stop]
             p = self.p[start:stop]
-            d = torch.log_softmax(logits[start:stop], dim=-1, dtype=torch.float32)
+            d = self.scratch[: stop - start]
+            torch.log_softmax(logits[start:stop], dim=-1, dtype=torch.float32, out=d)
             if picked is not None:
                 torch.gather(d, 1, self.next_tokens[start:stop], out=picked[start:stop])
             torch.sub(ref, d, out=d)
