@@ -30,6 +30,11 @@ from kvscale.io.remote.urls import origin, short_url
 from kvscale.io.safetensors import quote
 from kvscale.limits import REMOTE_READ_SECONDS
 
+_JITTER = random.Random()
+"""The retry waits' jitter, from a generator of its own: a library's reader threads must not
+move the process's global random state (a program seeding ``random`` for its own draws, or
+hypothesis, which fails a test whose global state changes while it draws examples)."""
+
 _REDIRECTS = frozenset([301, 302, 303, 307, 308])
 
 
@@ -262,7 +267,7 @@ class HttpClient:
             assert wait is not None
             attempt += 1
             waited += wait
-            if self.stop.wait(wait * random.uniform(0.9, 1.1)) or read.given_up.is_set():
+            if self.stop.wait(wait * _JITTER.uniform(0.9, 1.1)) or read.given_up.is_set():
                 raise _Cancelled()
 
     def _redirect(

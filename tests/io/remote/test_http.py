@@ -117,3 +117,18 @@ def test_transient_errors_are_retried(hub: HubServer, fast: RemoteOptions) -> No
     _, report = remote_report("hf://org/repo", options=fast)
     assert document(report) == document(inspect_checkpoint(directory))
     assert Counter(r.status for r in hub.log)[503] == 2
+
+
+def test_retry_waits_leave_the_global_random_state_alone(
+    hub: HubServer, fast: RemoteOptions
+) -> None:
+    """The jitter has a generator of its own: a reader thread drawing from the global one
+    changed the state under hypothesis in another test of the same worker (a flaky failure)."""
+    import random
+
+    hub.add_repo("org/repo", ROOT / "examples" / "modelopt-fp8")
+    hub.hostile = Hostile(status=503, times=2)
+    before = random.getstate()
+    remote_report("hf://org/repo", options=fast)
+    assert Counter(r.status for r in hub.log)[503] == 2
+    assert random.getstate() == before
