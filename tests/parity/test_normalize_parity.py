@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from support import vllm_oracle
+from support.modules import load_module
 from support.paths import PARITY
 
 from kvscale.core.normalize import NormalizeOptions, NormalizePlan, plan_normalize, write_plan
@@ -38,7 +39,7 @@ KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
 
-CASES = vllm_oracle.load_module("kvscale_parity_cases", PARITY / "cases.py")
+CASES = load_module("kvscale_parity_cases", PARITY / "cases.py")
 NAMES = [c["name"] for c in CASES.CASES]
 
 

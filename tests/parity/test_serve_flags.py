@@ -18,10 +18,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.modules import load_module
 
 PARITY = Path(__file__).resolve().parent
 GOLDEN = PARITY / "serve_flags_expected.json"
@@ -42,19 +42,7 @@ VOLATILE_PROVENANCE = (
 import chain reached (optional imports differ by machine). The key files' sha256 are kept."""
 
 
-def _load(name: str, file: str) -> ModuleType:
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(name, PARITY / file)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cases = _load("kvscale_parity_serve_flags_cases", "serve_flags_cases.py")
+cases = load_module("kvscale_parity_serve_flags_cases", PARITY / "serve_flags_cases.py")
 
 
 def _inputs(commands: dict[str, Any]) -> dict[str, Any]:

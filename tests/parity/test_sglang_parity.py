@@ -28,34 +28,21 @@ multimodal ``language_model.model.layers.N``, Falcon-H1 ``model.layers.N``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.modules import load_module
 
 PARITY = Path(__file__).resolve().parent
 GOLDEN: dict[str, Any] = json.loads((PARITY / "sglang_expected.json").read_text())
 
 
-def _load(name: str, file: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PARITY / file)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-SHARED = _load("kvscale_parity_cases", "cases.py")
-SGL = _load("kvscale_parity_sglang_cases", "sglang_cases.py")
-MODELS = _load("kvscale_parity_sglang_model_cases", "sglang_model_cases.py")
+SHARED = load_module("kvscale_parity_cases", PARITY / "cases.py")
+SGL = load_module("kvscale_parity_sglang_cases", PARITY / "sglang_cases.py")
+MODELS = load_module("kvscale_parity_sglang_model_cases", PARITY / "sglang_model_cases.py")
 ALL_CASES = {**SHARED.CASES_BY_NAME, **SGL.CASES_BY_NAME, **MODELS.CASES_BY_NAME}
 NOT_MODELLED = {
     name

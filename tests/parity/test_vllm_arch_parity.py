@@ -23,17 +23,16 @@ cases), and, with KVSCALE_VLLM_SRC set (slow), re-runs the oracle.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.modules import load_module
 
 from kvscale.core.inspect import ScaleReport, resolve_checkpoint
 from kvscale.engine.options import EngineOptions
@@ -48,19 +47,7 @@ VALUE_FIELDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
 VOLATILE_PROVENANCE = ("torch_version", "python_version", "device", "regex_module")
 
 
-def _load(name: str, file: str) -> ModuleType:
-    mod = sys.modules.get(name)
-    if mod is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(name, PARITY / file)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CASES = _load("kvscale_parity_arch_cases", "arch_cases.py")
+CASES = load_module("kvscale_parity_arch_cases", PARITY / "arch_cases.py")
 WRITER = sys.modules["kvscale_parity_cases"]
 DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 CLASSES_DOC: dict[str, Any] = json.loads(CLASSES.read_text())

@@ -16,16 +16,15 @@ With KVSCALE_VLLM_SRC set, `test_golden_files_are_up_to_date` re-runs the oracle
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support.modules import load_module
 
 from kvscale.cache_formats import ScaleUse
 from kvscale.conventions import layer_index
@@ -53,18 +52,7 @@ SCALE_USE = {
 }
 
 
-def _load(name: str, file: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PARITY / file)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CASES = _load("kvscale_parity_dtype_cases", "dtype_cases.py")
+CASES = load_module("kvscale_parity_dtype_cases", PARITY / "dtype_cases.py")
 DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 NAMES = [c["name"] for c in CASES.CASES]
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.modules import load_module
 from support.paths import PARITY
-from support.vllm_oracle import load_module
 
 GOLDEN = PARITY / "vllm_expected.json"
 ARCH_DROP = PARITY / "arch_output_scale_drop.json"

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+from support.modules import load_module
 
 from kvscale.kernel import per_token_head as pth
 
@@ -42,19 +41,7 @@ ORACLE = HERE / "vllm_per_token_head_oracle.py"
 VOLATILE_PROVENANCE = ("torch_version", "triton_version", "python_version", "device")
 
 
-def _load_cases() -> ModuleType:
-    name = "kvscale_parity_per_token_head_cases"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "per_token_head_cases.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CASES = _load_cases()
+CASES = load_module("kvscale_parity_per_token_head_cases", HERE / "per_token_head_cases.py")
 GOLDEN_DOC: dict[str, Any] = json.loads(GOLDEN.read_text())
 NAMES = [c.name for c in CASES.CASES]
 

@@ -8,30 +8,17 @@ vLLM holds and whether it refuses the layer.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
-import sys
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from support.checkpoints import write_safetensors_file
+from support.modules import load_module
 
 PARITY = Path(__file__).resolve().parent.parent / "parity"
 KINDS = ("k_scale", "v_scale", "q_scale", "prob_scale")
-
-
-def load_module(name: str, path: Path) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @cache
