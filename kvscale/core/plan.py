@@ -557,13 +557,11 @@ def plan_model(
         loaded, data.samples, variants, reference_hidden=capture.final_hidden, progress=progress
     )
     reference = evaluation.variant("unquantized")
+    passes = 1 + evaluation.forward_passes
+    forward_seconds = reference.seconds
     if evaluation.reference_from_hidden:
         # The unquantized model's pass over the data: the capture, then the head's logits.
-        passes = 1 + len(variants)
-        forward_seconds = capture_seconds + reference.seconds
-    else:
-        passes = 1 + 1 + len(variants)
-        forward_seconds = reference.seconds
+        forward_seconds += capture_seconds
     for candidate in measured:
         if candidate.name not in {v.name for v in variants}:
             continue
@@ -739,7 +737,7 @@ def _confirm(
         run.kl_max,
         meter.shares(names),
         confirmation=True,
-    ), (1 if evaluation.reference_from_hidden else 2)
+    ), evaluation.forward_passes
 
 
 def _choose(

@@ -150,6 +150,12 @@ class ModelEvaluation:
     check_seconds: float = 0.0
     """Wall time of that check's one real reference pass, not in the reference's seconds."""
 
+    @property
+    def forward_passes(self) -> int:
+        """Passes of the model over the samples: one per variant, and the reference's own
+        unless it came from ``reference_hidden`` (whose check runs one sample)."""
+        return len(self.variants) - (1 if self.reference_from_hidden else 0)
+
     def variant(self, name: str) -> VariantResult:
         for v in self.variants:
             if v.name == name:
@@ -441,7 +447,6 @@ def evaluate_model(
     seconds = dict.fromkeys(sums, 0.0)
     predicted = 0
     tokens = 0
-    check_seconds_total = 0.0
     device = loaded.input_device
     try:
         with attention_hook(model, on_kv), torch.inference_mode(), quiet_transformers():
@@ -459,11 +464,13 @@ def evaluate_model(
                             checked = True
                             check_began = time.perf_counter()
                             out = forward(ids)
-                            check_seconds = time.perf_counter() - check_began
-                            if not _same_output(batch_logits, loss, out):
+                            if _same_output(batch_logits, loss, out):
+                                # The check's pass is not the reference's time.
+                                check_seconds = time.perf_counter() - check_began
+                                began += check_seconds
+                            else:
                                 from_hidden = False
                                 batch_logits, loss = out.logits, out.loss
-                                check_seconds = 0.0  # the reference's own pass after all
                             del out
                     else:
                         out = forward(ids, labels=codecs is None or ref is None or not fused_loss)
@@ -486,10 +493,6 @@ def evaluate_model(
                         sums[name][0] += float(loss) * n
                     del batch_logits, logits, loss
                     seconds[name] += time.perf_counter() - began
-                    if codecs is None:
-                        seconds[name] -= check_seconds
-                        check_seconds_total += check_seconds
-                        check_seconds = 0.0
                 predicted += max(0, n)
                 tokens += len(sample)
                 if progress is not None:
@@ -522,7 +525,7 @@ def evaluate_model(
         variants=tuple(results),
         activations_path=written,
         reference_from_hidden=from_hidden,
-        check_seconds=check_seconds_total,
+        check_seconds=check_seconds,
     )
 
 

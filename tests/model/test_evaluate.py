@@ -4,9 +4,11 @@ K/V (the tensors verify's per-layer statistics and plan's candidates are compute
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -364,10 +366,15 @@ def numbers(result: Any) -> list[tuple[Any, ...]]:
     return [(v.name, v.loss, v.ppl, v.kl_mean, v.kl_max, v.tokens) for v in result.variants]
 
 
-def count_forwards(lm: LoadedModel) -> list[int]:
+@contextlib.contextmanager
+def count_forwards(lm: LoadedModel) -> Iterator[list[int]]:
+    """The model's forward calls while inside (the models are shared by the session)."""
     calls: list[int] = []
-    lm.model.register_forward_pre_hook(lambda *_: calls.append(1))
-    return calls
+    handle = lm.model.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        yield calls
+    finally:
+        handle.remove()
 
 
 @pytest.mark.parametrize(("fixture", "from_hidden"), [("llama", True), ("gemma2_bf16", False)])
@@ -382,8 +389,8 @@ def test_reference_from_hidden_states_equals_the_reference_pass(
     assert capture.final_hidden is not None
     variants = fp8_variants(calibrated(lm, data))
     plain = evaluate_model(lm, data, variants)
-    calls = count_forwards(lm)
-    kept = evaluate_model(lm, data, variants, reference_hidden=capture.final_hidden)
+    with count_forwards(lm) as calls:
+        kept = evaluate_model(lm, data, variants, reference_hidden=capture.final_hidden)
     assert numbers(kept) == numbers(plain)
     assert kept.reference_from_hidden is from_hidden and not plain.reference_from_hidden
     # 3 samples x 2 variants, plus the reference: its one checking pass, or all 3 passes.
