@@ -450,3 +450,22 @@ def test_variant_loss_from_the_kl_log_softmax_is_the_models_own(
     own = evaluate_model(lm, data, variants)
     assert len(losses) == 4 + 3 + 6
     assert numbers(fused) == numbers(own)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_log_softmax_into_the_scratch_equals_the_upcasting_one(dtype: str) -> None:
+    from kvscale.model.evaluate import _log_softmax_float32
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        g = torch.Generator().manual_seed(5)
+        logits = (torch.randn(300, 1031, generator=g) * 12).to(getattr(torch, dtype))
+        logits[3, 7] = -math.inf  # a masked token
+        logits[4, :] = 0  # a uniform row
+        logits = logits.to(device)
+        out = torch.full((256, 1031), math.nan, dtype=torch.float32, device=device)
+        for start, stop in ((0, 256), (256, 300)):
+            chunk = out[: stop - start]
+            _log_softmax_float32(logits[start:stop], chunk)
+            expected = torch.log_softmax(logits[start:stop], dim=-1, dtype=torch.float32)
+            assert torch.equal(chunk, expected), (device, start)
