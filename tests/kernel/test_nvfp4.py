@@ -198,6 +198,65 @@ def test_4over6_nan_error_keeps_6() -> None:
     assert write(x, dtype="nvfp4_4over6") == (padded(0x77, 0x56, 0x03), 0x33, False)
 
 
+# Blocks (k_scale 1.0) whose float64 error estimates order the two sides one way and the
+# compiled float32 errors the other (found by search over small-integer bf16 blocks): the
+# float64 screen must hand them to the exact emulation.
+NEAR_TIES = [
+    [0.5, 5, -1.25, 0.25, 2.25, 1.375, -2.625, 2.875, -3.625, -0.5, -0.5, -0.625, -4.625, 0.375,
+     2.625, 1.25],
+    [60, 60, 100, 148, 108, -124, -124, -84, -20, 96, 156, 148, 92, 76, -24, 48],
+    [-22, 30, 40, 2, -35, 22, -11, -3, -16, -8, 21, 35, -13, 11, -38, -21],
+    [17, 15, -12, 3, 18, -8, 22, -27, -12, -1, -6, -7, 10, -29, -7, 19],
+    [-8.5, 10, 12, 3.5, 18.5, -18, -19, -2.5, 20, -13, -15, -15, 15, 6.5, -7, -6],
+]  # fmt: skip
+
+
+def _sides(x: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """(os, dq, rounded) of the 6 and the 4 side of float32 blocks ``x`` at k_scale 1.0."""
+    m = x.abs().amax(dim=1)
+    sides = []
+    for rcp_d in (N.RCP_SIX, N.RCP_FOUR):
+        sf = N._e4m3_value(N._e4m3_bits(m * N._f32(rcp_d)))
+        os = N._output_scale(sf, torch.tensor(1.0), False)[0]
+        sides.append((os, N._dequant_scales(os, False)[0], N._e2m1_round(x * os[:, None])))
+    return sides[0], sides[1]
+
+
+def test_4over6_near_ties_are_decided_by_the_exact_error() -> None:
+    x = torch.tensor(NEAR_TIES, dtype=torch.bfloat16).float()
+    side6, side4 = _sides(x)
+    exact = N._reconstruction_error(x, *side4) < N._reconstruction_error(x, *side6)
+    minus_x = -x.double()
+    estimate = N._error_estimate(minus_x, *side4[1:]) < N._error_estimate(minus_x, *side6[1:])
+    assert (exact != estimate).all()  # the float64 estimate alone would choose wrong
+    assert torch.equal(N._four_is_smaller(x, side6, side4), exact)
+
+
+def test_4over6_screen_writes_the_bytes_of_the_exact_emulation() -> None:
+    """Untracked writes (verify --data, plan) screen the 6-or-4 choice in float64; tracked
+    writes compare the emulated float32 errors of every block. Same bytes, over blocks of every
+    scale, exact ties (constant, all-zero, on-grid), near-ties, specials and overflowing
+    errors."""
+    g = torch.Generator().manual_seed(11)
+    n = 4096
+    wide = torch.randn(n, 16, generator=g) * torch.exp2(torch.randint(-30, 30, (n, 1), generator=g))
+    ints = torch.randint(-40, 41, (n, 16), generator=g).float()
+    blocks = torch.cat([wide, ints, torch.tensor(NEAR_TIES)])
+    blocks[0] = 0.0
+    blocks[1] = 3.0
+    blocks[2, 3] = NAN
+    blocks[3, 5] = INF
+    blocks[4] = torch.tensor([6.0, 3.0] * 8)
+    blocks[5] = 1e-38
+    blocks[6:70] *= 1e30  # squares past float32's range: both errors inf, 6 is kept
+    x = blocks.to(torch.bfloat16)
+    for k in (1.0, 0.0173, 3.0e-6, 2.5e4, 1e28):
+        fast = quantize_nvfp4(x, torch.tensor([k]), "nvfp4_4over6", track_ambiguity=False)
+        exact = quantize_nvfp4(x, torch.tensor([k]), "nvfp4_4over6", track_ambiguity=True)
+        assert torch.equal(fast.data, exact.data), k
+        assert torch.equal(fast.scales, exact.scales), k
+
+
 def test_fused_multiply_add_rounds_once() -> None:
     """The reconstruction error uses FFMA. (1 + 2^-12)^2 + 2^-80 = 1 + 2^-11 + 2^-24 + 2^-80 is
     just above a float32 midpoint: one rounding gives 1 + 2^-11 + 2^-23; rounding in float64
