@@ -1,0 +1,115 @@
+"""Two parts of what ``kvscale plan`` (and ``verify --data``) does per candidate, side by side.
+
+Each pair computes the same values two ways; the script checks that they are equal bit for bit,
+times them ``--runs`` times, interleaved, and prints medians and the ratio old / new:
+
+* ``log_softmax``: one chunk of a variant's KL, ``KL_CHUNK`` positions x ``--vocab`` bf16 logits
+  to float32 log-probabilities. ``upcasting``: ``torch.log_softmax(logits, dtype=float32,
+  out=scratch)``; ``in_place``: ``kvscale.model.evaluate._log_softmax_float32`` (copy into the
+  float32 scratch, then the log-softmax on it in place).
+* ``4over6``: which of the two NVFP4 block scales ``nvfp4_4over6`` keeps, for every group of 16
+  of a K-shaped bf16 tensor (``--tokens`` x ``--heads`` x ``--head-size``, heavy-tailed values).
+  ``exact_all``: the compiled float32 reconstruction error emulated for every block
+  (``_reconstruction_error``, both sides); ``screened``: ``_four_is_smaller`` (float64
+  estimates, the emulation only where they are too close to decide).
+
+    PYTHONPATH=. python3 benchmarks/bench_plan_parts.py                   # SmolLM2's shapes
+    PYTHONPATH=. python3 benchmarks/bench_plan_parts.py --runs 31 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+from kvscale.kernel import nvfp4 as N
+from kvscale.model.evaluate import KL_CHUNK, _log_softmax_float32
+
+
+def _time(fn: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def side_by_side(
+    name: str, old: Callable[[], object], new: Callable[[], object], runs: int
+) -> None:
+    old()
+    new()
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    for _ in range(runs):
+        times["old"].append(_time(old))
+        times["new"].append(_time(new))
+    o, n = statistics.median(times["old"]), statistics.median(times["new"])
+    print(f"{name:<12} old {o * 1e3:8.3f} ms   new {n * 1e3:8.3f} ms   old/new {o / n:5.2f}x")
+
+
+def log_softmax_pair(vocab: int, runs: int) -> None:
+    g = torch.Generator().manual_seed(0)
+    logits = (torch.randn(KL_CHUNK, vocab, generator=g) * 4).to(torch.bfloat16)
+    scratch = torch.empty(KL_CHUNK, vocab, dtype=torch.float32)
+
+    def upcasting() -> None:
+        torch.log_softmax(logits, dim=-1, dtype=torch.float32, out=scratch)
+
+    def in_place() -> None:
+        _log_softmax_float32(logits, scratch)
+
+    upcasting()
+    expected = scratch.clone()
+    in_place()
+    if not torch.equal(scratch, expected):
+        raise SystemExit("log_softmax: the two ways differ")
+    side_by_side("log_softmax", upcasting, in_place, runs)
+
+
+def four_over_six_pair(tokens: int, heads: int, head_size: int, runs: int) -> None:
+    g = torch.Generator().manual_seed(1)
+    # Heavy tails, as K has: a normal times a log-normal per element.
+    x = torch.randn(tokens, heads, head_size, generator=g)
+    x = x * torch.exp(torch.randn(x.shape, generator=g))
+    x = x.to(torch.bfloat16).float().reshape(-1, N.SF_VEC_SIZE)
+    m = x.abs().amax(dim=1)
+    sides = []
+    for rcp_d in (N.RCP_SIX, N.RCP_FOUR):
+        sf = N._e4m3_value(N._e4m3_bits(m * N._f32(rcp_d)))
+        os = N._output_scale(sf, torch.tensor(1.0), False)[0]
+        sides.append((os, N._dequant_scales(os, False)[0], N._e2m1_round(x * os[:, None])))
+    side6, side4 = sides
+
+    def exact_all() -> torch.Tensor:
+        return N._reconstruction_error(x, *side4) < N._reconstruction_error(x, *side6)
+
+    def screened() -> torch.Tensor:
+        return N._four_is_smaller(x, side6, side4)
+
+    if not torch.equal(exact_all(), screened()):
+        raise SystemExit("4over6: the two ways choose differently")
+    side_by_side("4over6", exact_all, screened, runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--vocab", type=int, default=49152, help="SmolLM2's by default")
+    ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=3)
+    ap.add_argument("--head-size", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads; 0 keeps torch's default")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, medians of {args.runs}")
+    log_softmax_pair(args.vocab, args.runs)
+    four_over_six_pair(args.tokens, args.heads, args.head_size, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
