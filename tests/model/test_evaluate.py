@@ -469,3 +469,36 @@ def test_log_softmax_into_the_scratch_equals_the_upcasting_one(dtype: str) -> No
             _log_softmax_float32(logits[start:stop], chunk)
             expected = torch.log_softmax(logits[start:stop], dim=-1, dtype=torch.float32)
             assert torch.equal(chunk, expected), (device, start)
+
+
+def test_kl_and_loss_equal_a_float64_computation_from_the_logits(llama: LoadedModel) -> None:
+    """Against ``kl_div`` in float64 over the logits each pass returned: samples longer than
+    one KL chunk (256 positions), shorter than the last (the buffers are reused) and longer
+    again (they are not)."""
+    data = samples((17, 300, 9, 260))
+    # V negated and scaled: a KL far above float32's rounding (a random model barely reacts
+    # to a real cache format).
+    codec = LayerCodec(lambda x: x.float(), lambda x: x.float() * -8.0)
+    variants = [CacheVariant("fp8", {layer.engine_name: codec for layer in llama.layers})]
+    logits: list[Any] = []
+    hook = llama.model.register_forward_hook(lambda _m, _a, out: logits.append(out.logits[0]))
+    try:
+        result = evaluate_model(llama, data, variants)
+    finally:
+        hook.remove()
+    assert len(logits) == 2 * len(data)  # per sample: the reference, then the variant
+    kl_sum, kl_max, nll_sum, n = 0.0, 0.0, 0.0, 0
+    for i, sample in enumerate(data):
+        p = torch.log_softmax(logits[2 * i][:-1].double(), dim=-1)
+        q = torch.log_softmax(logits[2 * i + 1][:-1].double(), dim=-1)
+        kl = torch.nn.functional.kl_div(q, p, log_target=True, reduction="none").sum(-1)
+        kl_sum += float(kl.sum())
+        kl_max = max(kl_max, float(kl.max()))
+        nll_sum -= float(q.gather(1, torch.tensor(sample[1:])[:, None]).sum())
+        n += len(sample) - 1
+    fp8 = result.variant("fp8")
+    assert fp8.tokens == n
+    assert fp8.kl_mean > 0.01  # a real difference to measure
+    assert fp8.kl_mean == pytest.approx(kl_sum / n, rel=1e-5)
+    assert fp8.kl_max == pytest.approx(kl_max, rel=1e-5)
+    assert fp8.loss == pytest.approx(nll_sum / n, rel=1e-6)
