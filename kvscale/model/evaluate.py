@@ -342,9 +342,11 @@ def _log_softmax_float32(logits: torch.Tensor, out: torch.Tensor) -> None:
     """``out = log_softmax(logits.float(), -1)`` (``out``: float32, the shape of ``logits``).
 
     The logits are copied into ``out`` first and the log-softmax runs on float32 in place: the
-    same values as ``log_softmax(logits, dtype=torch.float32)``, but with bf16 logits on the CPU
-    that call takes 3.5x as long (27 ms for 256 x 49,152 against 7.7 ms, torch 2.13; the
-    bf16-input kernel upcasts as it goes). In place is safe: torch's log-softmax kernels (CPU
+    float32 kernel the model's own loss runs (``ForCausalLMLoss`` upcasts with ``.float()``).
+    ``log_softmax(logits, dtype=torch.float32)`` gives the same values on the CPU but takes 3.5x
+    as long with bf16 logits (27 ms for 256 x 49,152 against 7.7 ms, torch 2.13; the half-input
+    kernel upcasts as it goes), and on CUDA with fp16 logits it differs in the last bits (H200,
+    torch 2.11). In place is safe: torch's log-softmax kernels (CPU
     ``_vec_log_softmax_lastdim``, CUDA ``cunn_SoftMaxForward``) read a whole row for its max
     and sum before they write it; ``tests/model/test_evaluate.py`` checks the values."""
     out.copy_(logits)
