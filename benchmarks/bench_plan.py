@@ -5,9 +5,10 @@ reports medians of:
 
 * ``forward``: the bare forward pass, ``model(input_ids=ids, use_cache=False)`` per sample
   (batch 1) under ``torch.inference_mode()``, the model already loaded;
-* ``forward_x10``: that pass 10 times in a row, right before each plan: the yardstick. On this
-  VM a lone pass of a few seconds runs up to 30% faster than the same pass a minute into full
-  load, where a plan's own passes run; the budget compares like with like;
+* ``forward_x10``: that pass 10 times in a row, right before each plan: the yardstick. This
+  VM's pass time drifts by 10-30% within a minute of full load (0.63 to 0.89 s for the same
+  512 tokens of SmolLM2); ten passes in a row see the conditions a plan's own passes see, a lone
+  pass of a few seconds may not;
 * ``plan``: ``kvscale.core.plan.plan_model`` over the default candidates of the engine
   (``--engine``, default vLLM), everything ``kvscale plan MODEL --data FILE`` does after its
   imports: the checkpoint read, the model load, the capture pass, one pass per candidate, the
@@ -111,9 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     last = results[-1]
     measured = [r.name for r in last.results if r.status == "measured"]
     own = [r.seconds / r.forward_seconds for r in results if r.forward_seconds > 0]
-    # The budget's unit is a pass inside a sustained run: this VM runs a lone 5 s pass up to
-    # 30% faster than the same pass a minute into full load, which is where a plan's passes
-    # are. Each plan is paired with the 10 passes run just before it.
+    # The budget's unit is a pass inside a sustained run (see the module doc): each plan is
+    # paired with the 10 passes run just before it.
     sustained = [
         p / (x10 / BUDGET_PASSES) for x10, p in zip(wall["forward_x10"], wall["plan"], strict=True)
     ]
