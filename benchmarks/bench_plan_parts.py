@@ -75,13 +75,8 @@ def four_over_six_pair(tokens: int, heads: int, head_size: int, runs: int) -> No
     x = torch.randn(tokens, heads, head_size, generator=g)
     x = x * torch.exp(torch.randn(x.shape, generator=g))
     x = x.to(torch.bfloat16).float().reshape(-1, N.SF_VEC_SIZE)
-    m = x.abs().amax(dim=1)
-    sides = []
-    for rcp_d in (N.RCP_SIX, N.RCP_FOUR):
-        sf = N._e4m3_value(N._e4m3_bits(m * N._f32(rcp_d)))
-        os = N._output_scale(sf, torch.tensor(1.0), False)[0]
-        sides.append((os, N._dequant_scales(os, False)[0], N._e2m1_round(x * os[:, None])))
-    side6, side4 = sides
+    m, one = x.abs().amax(dim=1), torch.tensor(1.0)  # k_scale 1.0
+    side6, side4 = (N._side(x, m, d, one, one).error_terms() for d in (N.RCP_SIX, N.RCP_FOUR))
 
     def exact_all() -> torch.Tensor:
         return N._reconstruction_error(x, *side4) < N._reconstruction_error(x, *side6)

@@ -530,6 +530,40 @@ def _enumerate_4over6(
     return ambiguous
 
 
+@dataclass(frozen=True)
+class _Side:
+    """Groups at one block-scale divisor (6; ``nvfp4_4over6`` also tries 4): the e4m3 block
+    scale, the output scale ``os`` (model reciprocals), the values the e2m1 conversion sees
+    (``x * os``) and their magnitude codes, rounded once for both the error and the codes."""
+
+    scale_bits: torch.Tensor  # uint8 [N]
+    scale: torch.Tensor  # float32 [N]: the block scale's value
+    output_scale: torch.Tensor  # float32 [N]
+    scaled: torch.Tensor  # float32 [N, 16]
+    magnitude: torch.Tensor  # uint8 [N, 16]
+
+    def codes(self) -> torch.Tensor:
+        return _with_sign(self.magnitude, self.scaled)
+
+    def error_terms(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(os, dq, rounded e2m1 values): what ``_reconstruction_error`` and
+        ``_four_is_smaller`` read."""
+        os = self.output_scale
+        return os, _dequant_scales(os, False)[0], _rounded(self.magnitude, self.scaled)
+
+
+def _side(
+    x: torch.Tensor, m: torch.Tensor, rcp_divisor: float, g: torch.Tensor, rcp_g: torch.Tensor
+) -> _Side:
+    """Steps 3-5 of the module docstring for one divisor (``rcp_divisor``: ``RCP_SIX`` or
+    ``RCP_FOUR``), ``m`` the groups' max |x|, ``rcp_g`` the model value of ``rcp(g)``."""
+    scale_bits = _e4m3_bits((m * _f32(rcp_divisor)) * g)
+    scale = _e4m3_value(scale_bits)
+    os = _output_scale(scale, rcp_g, False)[0]
+    scaled = x * os[:, None]
+    return _Side(scale_bits, scale, os, scaled, _e2m1_magnitude_code(scaled))
+
+
 def _quantize_groups(
     x: torch.Tensor, global_scale: torch.Tensor, four_over_six: bool, track: bool
 ) -> _Groups:
@@ -545,31 +579,25 @@ def _quantize_groups(
     m = torch.where(nan, -math.inf, absx).amax(dim=1)
     m = torch.where(nan.all(dim=1), math.nan, m)
     rcp_g = _rcp_candidates(g, track)
-    sf6_bits = _e4m3_bits((m * _f32(RCP_SIX)) * g)
-    sf6 = _e4m3_value(sf6_bits)
-    os6 = _output_scale(sf6, rcp_g[0], False)[0]
+    six = _side(x, m, RCP_SIX, g, rcp_g[0])
     if not four_over_six:
-        codes = _e2m1_codes(x * os6[:, None])
+        codes = six.codes()
         ambiguous = (
-            _unstable_codes(x, sf6, rcp_g, codes) if track else torch.zeros(n, dtype=torch.bool)
+            _unstable_codes(x, six.scale, rcp_g, codes)
+            if track
+            else torch.zeros(n, dtype=torch.bool)
         )
-        return _Groups(codes, sf6_bits, os6, ambiguous)
-    sf4_bits = _e4m3_bits((m * _f32(RCP_FOUR)) * g)
-    sf4 = _e4m3_value(sf4_bits)
-    os4 = _output_scale(sf4, rcp_g[0], False)[0]
-    # Each side's scaled values are rounded once: the error and the codes read the same ones.
-    y6, y4 = x * os6[:, None], x * os4[:, None]
-    mag6, mag4 = _e2m1_magnitude_code(y6), _e2m1_magnitude_code(y4)
-    side6 = (os6, _dequant_scales(os6, False)[0], _rounded(mag6, y6))
-    side4 = (os4, _dequant_scales(os4, False)[0], _rounded(mag4, y4))
+        return _Groups(codes, six.scale_bits, six.output_scale, ambiguous)
+    four = _side(x, m, RCP_FOUR, g, rcp_g[0])
+    terms6, terms4 = six.error_terms(), four.error_terms()
     if track:
-        err6, err4 = _reconstruction_error(x, *side6), _reconstruction_error(x, *side4)
+        err6, err4 = _reconstruction_error(x, *terms6), _reconstruction_error(x, *terms4)
         use4 = err4 < err6
     else:
-        use4 = _four_is_smaller(x, side6, side4)
+        use4 = _four_is_smaller(x, terms6, terms4)
+    os6, os4 = six.output_scale, four.output_scale
     os = torch.where(use4, os4, os6)
-    codes6 = _with_sign(mag6, y6)
-    codes4 = _with_sign(mag4, y4)
+    codes6, codes4 = six.codes(), four.codes()
     codes = torch.where(use4[:, None], codes4, codes6)
     ambiguous = torch.zeros(n, dtype=torch.bool)
     if track:
@@ -577,12 +605,12 @@ def _quantize_groups(
         # or inf, never smaller), so only its codes can move. Otherwise, with stable codes on
         # both sides and errors further apart than the reciprocals can move them, the choice
         # and the codes are certain. Only the rest is enumerated.
-        unstable6 = _unstable_codes(x, sf6, rcp_g, codes6)
+        unstable6 = _unstable_codes(x, six.scale, rcp_g, codes6)
         nonfinite = ~torch.isfinite(x).all(dim=1)
         ambiguous = nonfinite & unstable6
         settled = nonfinite | (
             ~unstable6
-            & ~_unstable_codes(x, sf4, rcp_g, codes4)
+            & ~_unstable_codes(x, four.scale, rcp_g, codes4)
             & torch.isfinite(err6)
             & torch.isfinite(err4)
             & ((err4.double() - err6.double()).abs()
@@ -591,9 +619,9 @@ def _quantize_groups(
         rest = torch.nonzero(~settled).flatten()
         if rest.numel():
             ambiguous[rest] = _enumerate_4over6(
-                x[rest], [sf6[rest], sf4[rest]], use4[rest], codes[rest], rcp_g
+                x[rest], [six.scale[rest], four.scale[rest]], use4[rest], codes[rest], rcp_g
             )
-    return _Groups(codes, torch.where(use4, sf4_bits, sf6_bits), os, ambiguous)
+    return _Groups(codes, torch.where(use4, four.scale_bits, six.scale_bits), os, ambiguous)
 
 
 def _pack(codes: torch.Tensor) -> torch.Tensor:

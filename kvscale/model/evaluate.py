@@ -254,8 +254,7 @@ class _Reference:
     once per run.
     """
 
-    _buffers: tuple[torch.Tensor, ...]
-    scratch: torch.Tensor
+    _buffers: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
     def __init__(
         self,
@@ -273,28 +272,30 @@ class _Reference:
         self.loss_targets = torch.zeros(positions + 1, dtype=torch.long, device=logits.device)
         self.loss_targets[-1] = IGNORE_INDEX
         vocab = logits.shape[-1]
-        shape = (positions, vocab)
-        self._buffers = (
-            previous._buffers
-            if previous is not None and _holds(previous._buffers[0], shape, logits.device)
-            else tuple(
-                torch.empty(shape, dtype=torch.float32, device=logits.device) for _ in range(2)
+        # log p, p, and one scratch chunk for every variant's log-softmax (a fresh 50 MB tensor
+        # per chunk costs its page faults each time). The previous sample's serve when they
+        # have the rows: its scratch then has min(KL_CHUNK, its rows) >= what this one needs.
+        reuse = previous._buffers if previous is not None else None
+        if (
+            reuse is not None
+            and reuse[0].device == logits.device
+            and reuse[0].shape[1] == vocab
+            and reuse[0].shape[0] >= positions
+        ):
+            self._buffers = reuse
+        else:
+            rows = (positions, positions, min(KL_CHUNK, positions))
+            logp, p, scratch = (
+                torch.empty((r, vocab), dtype=torch.float32, device=logits.device) for r in rows
             )
-        )
+            self._buffers = (logp, p, scratch)
         self.logp = self._buffers[0][:positions]
         for start in range(0, positions, KL_CHUNK):
             stop = min(positions, start + KL_CHUNK)
             _log_softmax_float32(logits[start:stop], self.logp[start:stop])
         # The probabilities once per sample, not once per variant.
         self.p = torch.exp(self.logp, out=self._buffers[1][:positions])
-        # One scratch chunk for every variant's log-softmax: a fresh 50 MB tensor per chunk
-        # costs its page faults each time.
-        chunk = min(KL_CHUNK, positions)
-        self.scratch = (
-            previous.scratch
-            if previous is not None and _holds(previous.scratch, (chunk, vocab), logits.device)
-            else torch.empty((chunk, vocab), dtype=torch.float32, device=logits.device)
-        )[:chunk]
+        self.scratch = self._buffers[2][: min(KL_CHUNK, positions)]
 
     def kl(
         self, logits: torch.Tensor, *, with_loss: bool = False
@@ -331,11 +332,6 @@ class _Reference:
         if math.isnan(total) or math.isnan(peak):
             return math.nan, math.nan, loss
         return total, peak, loss
-
-
-def _holds(buffer: torch.Tensor, shape: tuple[int, int], device: torch.device) -> bool:
-    """``buffer[:rows]`` can serve as a ``shape`` float32 tensor on ``device``."""
-    return buffer.device == device and buffer.shape[1] == shape[1] and buffer.shape[0] >= shape[0]
 
 
 def _log_softmax_float32(logits: torch.Tensor, out: torch.Tensor) -> None:

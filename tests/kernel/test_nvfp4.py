@@ -213,13 +213,9 @@ NEAR_TIES = [
 
 def _sides(x: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     """(os, dq, rounded) of the 6 and the 4 side of float32 blocks ``x`` at k_scale 1.0."""
-    m = x.abs().amax(dim=1)
-    sides = []
-    for rcp_d in (N.RCP_SIX, N.RCP_FOUR):
-        sf = N._e4m3_value(N._e4m3_bits(m * N._f32(rcp_d)))
-        os = N._output_scale(sf, torch.tensor(1.0), False)[0]
-        sides.append((os, N._dequant_scales(os, False)[0], N._e2m1_round(x * os[:, None])))
-    return sides[0], sides[1]
+    m, one = x.abs().amax(dim=1), torch.tensor(1.0)
+    six, four = (N._side(x, m, d, one, one).error_terms() for d in (N.RCP_SIX, N.RCP_FOUR))
+    return six, four
 
 
 def test_4over6_near_ties_are_decided_by_the_exact_error() -> None:
