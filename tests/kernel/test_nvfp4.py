@@ -234,7 +234,7 @@ def test_4over6_screen_writes_the_bytes_of_the_exact_emulation() -> None:
     scale, exact ties (constant, all-zero, on-grid), near-ties, specials and overflowing
     errors."""
     g = torch.Generator().manual_seed(11)
-    n = 4096
+    n = 1024
     wide = torch.randn(n, 16, generator=g) * torch.exp2(torch.randint(-30, 30, (n, 1), generator=g))
     ints = torch.randint(-40, 41, (n, 16), generator=g).float()
     blocks = torch.cat([wide, ints, torch.tensor(NEAR_TIES)])
