@@ -251,7 +251,9 @@ class _Reference:
     logits, which is ``nll_loss`` of their ``log_softmax``, mean over every position but the
     last, which it ignores; the column holds exactly the values ``nll_loss`` reads, in the same
     order, so the sum is the same). ``evaluate_model`` checks it against the model's own loss
-    once per run.
+    once per run (the first variant pass), then takes every later loss from it, the
+    reference's included (``loss()``: about 0.07 s less per sample than the model's
+    ``cross_entropy`` over 512 x 49,152 bf16 logits, which upcasts them first).
     """
 
     _buffers: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -324,14 +326,24 @@ class _Reference:
             chunk_max = float(kl.max())
             # max() would drop a NaN; a NaN KL must stay visible.
             peak = chunk_max if math.isnan(chunk_max) or chunk_max > peak else peak
-        loss = None
-        if picked is not None:
-            loss = torch.nn.functional.nll_loss(
-                picked, self.loss_targets, ignore_index=IGNORE_INDEX, reduction="mean"
-            )
+        loss = None if picked is None else self._mean_nll(picked)
         if math.isnan(total) or math.isnan(peak):
             return math.nan, math.nan, loss
         return total, peak, loss
+
+    def loss(self) -> torch.Tensor:
+        """The model's loss of the reference's own logits, from its log p (see the class doc):
+        what ``kl(..., with_loss=True)`` gives a variant, without a second log-softmax."""
+        picked = torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=self.logp.device)
+        torch.gather(self.logp, 1, self.next_tokens, out=picked[: self.positions])
+        return self._mean_nll(picked)
+
+    def _mean_nll(self, picked: torch.Tensor) -> torch.Tensor:
+        """``picked``: ``[positions + 1, 1]``, each position's log-probability of its next token
+        (the last row is ignored)."""
+        return torch.nn.functional.nll_loss(
+            picked, self.loss_targets, ignore_index=IGNORE_INDEX, reduction="mean"
+        )
 
 
 def _log_softmax_float32(logits: torch.Tensor, out: torch.Tensor) -> None:
@@ -497,9 +509,14 @@ def evaluate_model(
                 for name, codecs in runs:
                     active["codecs"] = codecs
                     began = time.perf_counter()
+                    # Once the first variant has shown that the loss from the KL's log-softmax
+                    # is the model's own (fused_loss), the reference's comes from its log p too.
+                    ref_loss_from_logp = codecs is None and bool(fused_loss)
                     if codecs is None and from_hidden:
                         assert reference_hidden is not None
-                        batch_logits, loss = _from_hidden(model, reference_hidden[i], ids)
+                        batch_logits, loss = _from_hidden(
+                            model, reference_hidden[i], ids, with_loss=not ref_loss_from_logp
+                        )
                         if not checked or batch_logits is None:
                             checked = True
                             check_began = time.perf_counter()
@@ -513,12 +530,17 @@ def evaluate_model(
                                 batch_logits, loss = out.logits, out.loss
                             del out
                     else:
-                        out = forward(ids, labels=codecs is None or ref is None or not fused_loss)
+                        out = forward(
+                            ids,
+                            labels=not fused_loss or (codecs is not None and ref is None),
+                        )
                         batch_logits, loss = out.logits, out.loss
                         del out
                     logits = batch_logits[0]
                     if codecs is None:
                         ref = _Reference(logits, n, ids[0, 1:], previous) if n > 0 else None
+                        if ref_loss_from_logp and ref is not None:
+                            loss = ref.loss()
                     elif ref is not None:
                         kl_sum, kl_max, own_loss = ref.kl(logits, with_loss=fused_loss is not False)
                         if fused_loss is None:
@@ -569,10 +591,13 @@ def evaluate_model(
     )
 
 
-def _from_hidden(model: Any, hidden: torch.Tensor, ids: torch.Tensor) -> tuple[Any, Any]:
+def _from_hidden(
+    model: Any, hidden: torch.Tensor, ids: torch.Tensor, *, with_loss: bool = True
+) -> tuple[Any, Any]:
     """The reference's logits and loss from its decoder's last hidden state, as the causal-LM
     head computes them (``LlamaForCausalLM.forward``, transformers 5: ``lm_head`` of every
-    position, then ``self.loss_function(logits=..., labels=..., vocab_size=...)``)."""
+    position, then ``self.loss_function(logits=..., labels=..., vocab_size=...)``); without
+    ``with_loss`` the loss is None (the caller has it from the log p)."""
     if hidden.dim() != 3 or tuple(hidden.shape[:2]) != tuple(ids.shape):
         return None, None
     try:
@@ -580,7 +605,11 @@ def _from_hidden(model: Any, hidden: torch.Tensor, ids: torch.Tensor) -> tuple[A
         if head is None:
             return None, None
         logits = head(hidden)
-        loss = model.loss_function(logits=logits, labels=ids, vocab_size=model.config.vocab_size)
+        loss = (
+            model.loss_function(logits=logits, labels=ids, vocab_size=model.config.vocab_size)
+            if with_loss
+            else None
+        )
     except (AttributeError, NotImplementedError, RuntimeError, TypeError, ValueError):
         # Not a causal-LM head of this shape: the caller runs the reference instead.
         return None, None

@@ -444,12 +444,25 @@ def test_variant_loss_from_the_kl_log_softmax_is_the_models_own(
         lambda *a, **k: losses.append(1) or cross_entropy(*a, **k),
     )
     fused = evaluate_model(lm, data, variants)
-    # The model's own loss: the reference's 3, and the first variant pass's, which checks.
-    assert len(losses) == 3 + 1
+    # The model's own loss: the reference's on the first sample, and the first variant
+    # pass's, which checks; every later loss, the reference's included, is from the log p.
+    assert len(losses) == 1 + 1
+    kept = None
+    if fixture == "llama":
+        # From the capture's hidden states: the head's loss on the first sample (and its
+        # checking pass's), then the log p's.
+        capture = capture_kv_amax(lm, data, keep_final_hidden=True)
+        assert capture.final_hidden is not None
+        kept = evaluate_model(lm, data, variants, reference_hidden=capture.final_hidden)
+        assert kept.reference_from_hidden
+        assert len(losses) == 2 + 3
+    del losses[:]
     monkeypatch.setattr(evaluate, "_same_loss", lambda *_: False)
     own = evaluate_model(lm, data, variants)
-    assert len(losses) == 4 + 3 + 6
+    assert len(losses) == 3 + 6
     assert numbers(fused) == numbers(own)
+    if kept is not None:
+        assert numbers(kept) == numbers(own)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
