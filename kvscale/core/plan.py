@@ -13,8 +13,9 @@ Cost, in forward passes over the data (``PlanResult.forward_passes``):
    calibration statistic, ``kvscale.model.capture``; the calibrated candidates' scales come from
    it, exactly the values ``kvscale calibrate`` writes from the same data) and keeping the
    decoder's last hidden state per sample: the reference's logits and loss are the causal-LM
-   head applied to it (``kvscale.model.evaluate``: checked bit for bit against a real reference
-   pass on the first sample; a model where they differ gets its own reference pass, one more);
+   head applied to it (``kvscale.model.evaluate``: checked bit for bit against the model's own
+   logits and loss on the first sample, which the capture asks for there; a model where they
+   differ gets its own reference pass, one more);
 2. one pass per candidate (``kvscale.model.evaluate``): perplexity, KL mean and max against the
    reference, and per layer the round-trip error of the K and V the candidate's own run wrote;
 3. only when the answer keeps layers unquantized (``--kv-cache-dtype-skip-layers``): a
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
     from kvscale.core.inspect import ScaleReport
     from kvscale.engine.base import Engine
+    from kvscale.model.capture import CaptureResult
     from kvscale.model.load import LoadedModel
 
 DEFAULT_MAX_KL = 0.01
@@ -554,7 +556,12 @@ def plan_model(
             )
         )
     evaluation = evaluate_model(
-        loaded, data.samples, variants, reference_hidden=capture.final_hidden, progress=progress
+        loaded,
+        data.samples,
+        variants,
+        reference_hidden=capture.final_hidden,
+        reference_output=capture.first_output,
+        progress=progress,
     )
     reference = evaluation.variant("unquantized")
     passes = 1 + evaluation.forward_passes
@@ -595,7 +602,7 @@ def plan_model(
             dtype_bytes,
             options.engine,
             options.gpu_memory,
-            capture.final_hidden,
+            capture,
             progress,
         ),
     )
@@ -709,11 +716,11 @@ def _confirm(
     dtype_bytes: int,
     engine_options: EngineOptions,
     gpu_memory: int | None,
-    reference_hidden: Sequence[torch.Tensor] | None,
+    capture: CaptureResult,
     progress: ProgressFn | None,
 ) -> tuple[CandidateResult, int]:
     """The confirmation run and the forward passes it took (one, or two when the reference
-    has to run again)."""
+    has to run again); the reference from the capture's hidden states, as in the plan's run."""
     from kvscale.model.evaluate import CacheVariant, evaluate_model
 
     meter = _ErrorMeter()
@@ -721,7 +728,12 @@ def _confirm(
         candidate.name, _codecs(candidate, loaded, scales, meter, engine_options)
     )
     evaluation = evaluate_model(
-        loaded, samples, [variant], reference_hidden=reference_hidden, progress=progress
+        loaded,
+        samples,
+        [variant],
+        reference_hidden=capture.final_hidden,
+        reference_output=capture.first_output,
+        progress=progress,
     )
     run = evaluation.variant(candidate.name)
     size = _bytes_per_token(candidate, loaded, dtype_bytes)

@@ -37,7 +37,9 @@ values round to 448 as they would without the clamp).
 ``keep_final_hidden`` (batch 1, no holdout) also keeps, per sample, the decoder's last hidden
 state (``model.get_decoder()``'s ``last_hidden_state``): what the causal-LM head turns into the
 logits, so that ``kvscale.model.evaluate`` can compute the unquantized reference from it without
-running the model again (``kvscale plan``: the calibration pass is the reference pass).
+running the model again (``kvscale plan``: the calibration pass is the reference pass). The first
+sample's pass then asks for all its logits and its loss (``CaptureResult.first_output``), against
+which that recomputation is checked.
 
 ``capture_with_cache`` is an independent oracle for tests: a ``DynamicCache`` subclass records
 the ``update`` inputs (batch 1, ``use_cache=True``), the other observation point of the engine's
@@ -127,6 +129,12 @@ class CaptureResult:
     final_hidden: tuple[torch.Tensor, ...] | None = field(default=None, repr=False, compare=False)
     """With ``keep_final_hidden``: per sample, ``[1, tokens, hidden]`` on the model's device;
     None when the model has no decoder module whose output could be kept."""
+    first_output: tuple[torch.Tensor, torch.Tensor] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """With ``final_hidden``: the model's own logits and loss on the first sample (that pass
+    asks for every position's logits and for the loss): what ``evaluate_model`` checks the
+    reference recomputed from the hidden state against, instead of a pass of its own."""
 
     @property
     def nonfinite_layers(self) -> tuple[str, ...]:
@@ -358,6 +366,7 @@ def capture_kv_amax(
     calib_tokens = 0
     held_tokens = 0
     kept: list[Any] | None = None
+    first: tuple[Any, Any] = (None, None)
     decoder = _decoder(model) if keep_final_hidden else None
     hook = None
     if decoder is not None:
@@ -391,7 +400,16 @@ def capture_kv_amax(
                         # A fresh cache per pass: its update sees this batch's tokens once.
                         kwargs["use_cache"] = True
                         kwargs[cache_kwarg] = RecordingCache(model.config, on_update)
-                    model(input_ids=ids, **kwargs)
+                    # The first sample's output serves as the check of the reference from
+                    # the hidden states (CaptureResult.first_output): all its logits, its loss.
+                    keep_output = kept is not None and done == 0
+                    if keep_output:
+                        kwargs.pop("logits_to_keep", None)
+                        kwargs["labels"] = ids
+                    out = model(input_ids=ids, **kwargs)
+                    if keep_output:
+                        first = (getattr(out, "logits", None), getattr(out, "loss", None))
+                    del out
                     for slot in every_slot:
                         if slot.calls != 1:
                             raise UnsupportedModelError(
@@ -414,9 +432,12 @@ def capture_kv_amax(
         if hook is not None:
             hook.remove()
     final_hidden = None
+    first_output = None
     if kept is not None and len(kept) == len(samples):
         if all(isinstance(h, torch.Tensor) for h in kept):
             final_hidden = tuple(kept)
+            if all(isinstance(t, torch.Tensor) for t in first):
+                first_output = first
 
     layers = [_latent_capture(slot, calib_tokens, held_tokens) for slot in latent_slots.values()]
     for slot in slots.values():
@@ -445,6 +466,7 @@ def capture_kv_amax(
         holdout_tokens=held_tokens,
         layers=tuple(layers),
         final_hidden=final_hidden,
+        first_output=first_output,
     )
 
 

@@ -148,12 +148,14 @@ class ModelEvaluation:
     reference_from_hidden: bool = False
     """The reference's logits came from ``reference_hidden`` (checked on the first sample)."""
     check_seconds: float = 0.0
-    """Wall time of that check's one real reference pass, not in the reference's seconds."""
+    """Wall time of that check, not in the reference's seconds: its one real reference pass,
+    or with ``reference_output`` the comparison alone."""
 
     @property
     def forward_passes(self) -> int:
         """Passes of the model over the samples: one per variant, and the reference's own
-        unless it came from ``reference_hidden`` (whose check runs one sample)."""
+        unless it came from ``reference_hidden`` (whose check runs one sample, or none with
+        ``reference_output``)."""
         return len(self.variants) - (1 if self.reference_from_hidden else 0)
 
     def variant(self, name: str) -> VariantResult:
@@ -390,6 +392,7 @@ def evaluate_model(
     activations_out: Path | str | None = None,
     activations_dtype: str | None = None,
     reference_hidden: Sequence[torch.Tensor] | None = None,
+    reference_output: tuple[torch.Tensor, torch.Tensor] | None = None,
     progress: ProgressFn | None = None,
 ) -> ModelEvaluation:
     """Run the reference and ``variants`` over ``samples`` (see the module doc).
@@ -397,6 +400,9 @@ def evaluate_model(
     ``reference_hidden``: one ``[1, tokens, hidden]`` tensor per sample, the decoder's last
     hidden state of the unquantized model on it (``CaptureResult.final_hidden``); the reference
     is then computed from it instead of run (not with ``activations_out``, which needs its K/V).
+    ``reference_output``: with it, the model's own logits and loss on the first sample
+    (``CaptureResult.first_output``), which the recomputed reference is checked against instead
+    of a pass of the reference there.
 
     ``activations_out``: also write the reference run's K/V as a safetensors file
     (``<layer>.k`` / ``<layer>.v``, ``[tokens, num_kv_heads, head_size]``; MLA layers
@@ -405,6 +411,8 @@ def evaluate_model(
     """
     require_predicted_tokens(samples)
     _check_variants(loaded, variants)
+    if reference_output is not None and reference_hidden is None:
+        raise UsageError("reference_output is the check of reference_hidden: pass both")
     if reference_hidden is not None:
         if activations_out is not None:
             raise UsageError("activations_out needs the reference's own pass: no reference_hidden")
@@ -518,17 +526,30 @@ def evaluate_model(
                             model, reference_hidden[i], ids, with_loss=not ref_loss_from_logp
                         )
                         if not checked or batch_logits is None:
-                            checked = True
                             check_began = time.perf_counter()
-                            out = forward(ids)
-                            if _same_output(batch_logits, loss, out):
-                                # The check's pass is not the reference's time.
+                            given = not checked and reference_output is not None
+                            if given:
+                                assert reference_output is not None
+                                real_logits, real_loss = reference_output
+                            else:
+                                out = forward(ids)
+                                real_logits, real_loss = out.logits, out.loss
+                                del out
+                            checked = True
+                            if _same_output(batch_logits, loss, real_logits, real_loss):
+                                # The check is not the reference's time.
                                 check_seconds = time.perf_counter() - check_began
                                 began += check_seconds
                             else:
                                 from_hidden = False
-                                batch_logits, loss = out.logits, out.loss
-                            del out
+                                if given:
+                                    # Which of the two is off is not known: the reference's
+                                    # own pass decides, as for every later sample.
+                                    out = forward(ids)
+                                    real_logits, real_loss = out.logits, out.loss
+                                    del out
+                                batch_logits, loss = real_logits, real_loss
+                            del real_logits, real_loss
                     else:
                         out = forward(
                             ids,
@@ -625,11 +646,12 @@ def _same_loss(mine: torch.Tensor | None, model_loss: Any) -> bool:
     return bool(torch.equal(mine, model_loss) or (mine.isnan() & model_loss.isnan()).all())
 
 
-def _same_output(logits: Any, loss: Any, out: Any) -> bool:
+def _same_output(logits: Any, loss: Any, real_logits: Any, real_loss: Any) -> bool:
     """The recomputed reference equals the real pass bit for bit (shape, dtype, values)."""
     if not isinstance(logits, torch.Tensor) or not isinstance(loss, torch.Tensor):
         return False
-    real_logits, real_loss = out.logits, out.loss
+    if not isinstance(real_logits, torch.Tensor):
+        return False
     return (
         real_logits.dtype == logits.dtype
         and real_logits.shape == logits.shape

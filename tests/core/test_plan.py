@@ -295,12 +295,12 @@ def test_verify_data_reproduces_a_confirmation_run_with_skipped_layers(
     loaded = load_model(tiny)
     samples = [tuple(json.loads(line)["input_ids"]) for line in data.read_text().splitlines()]
     # The reference from the capture pass's hidden states, as the plan confirms.
-    hidden = capture_kv_amax(loaded, samples, keep_final_hidden=True).final_hidden
+    capture = capture_kv_amax(loaded, samples, keep_final_hidden=True)
     runs = {}
     for skip in ((), ("0",)):
         candidate = Candidate("int4_per_token_head", INT4_PER_TOKEN_HEAD, None, skip_layers=skip)
         runs[skip], passes = _confirm(
-            candidate, loaded, samples, {}, 2, EngineOptions(), None, hidden, None
+            candidate, loaded, samples, {}, 2, EngineOptions(), None, capture, None
         )
         assert passes == 1
         flags = ["--kv-cache-dtype-skip-layers", ",".join(skip)] if skip else []

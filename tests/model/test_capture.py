@@ -210,6 +210,14 @@ def test_final_hidden_states_are_the_decoders_output(models: Any, kind: str) -> 
         with torch.inference_mode():
             want = lm.model.get_decoder()(input_ids=torch.tensor([sample]), use_cache=False)
         assert torch.equal(hidden, want.last_hidden_state)
+    # The first sample's own logits (every position's) and loss, for the reference's check.
+    assert plain.first_output is None and kept.first_output is not None
+    ids = torch.tensor([data[0]])
+    with torch.inference_mode():
+        own = lm.model(input_ids=ids, labels=ids, use_cache=False)
+    logits, loss = kept.first_output
+    assert logits.shape == (1, 13, lm.vocab_size) and torch.equal(logits, own.logits)
+    assert torch.equal(loss, own.loss)
     with pytest.raises(UsageError, match="batch 1"):
         capture_kv_amax(lm, data, batch_size=2, keep_final_hidden=True)
     with pytest.raises(UsageError, match="no holdout"):

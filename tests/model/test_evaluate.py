@@ -396,6 +396,19 @@ def test_reference_from_hidden_states_equals_the_reference_pass(
     # 3 samples x 2 variants, plus the reference: its one checking pass, or all 3 passes.
     assert len(calls) == 6 + (1 if from_hidden else 3)
     assert (kept.check_seconds > 0) is from_hidden
+    # Checked against the capture's own output on the first sample: no checking pass.
+    with count_forwards(lm) as calls:
+        given = evaluate_model(
+            lm,
+            data,
+            variants,
+            reference_hidden=capture.final_hidden,
+            reference_output=capture.first_output,
+        )
+    assert numbers(given) == numbers(plain)
+    assert given.reference_from_hidden is from_hidden
+    assert len(calls) == 6 + (0 if from_hidden else 3)
+    assert (given.check_seconds > 0) is from_hidden
 
 
 def test_hidden_states_that_do_not_reproduce_the_logits_are_not_used(llama: LoadedModel) -> None:
@@ -406,7 +419,23 @@ def test_hidden_states_that_do_not_reproduce_the_logits_are_not_used(llama: Load
     variants = fp8_variants(calibrated(llama, data))
     kept = evaluate_model(llama, data, variants, reference_hidden=wrong)
     assert not kept.reference_from_hidden and kept.check_seconds == 0.0
-    assert numbers(kept) == numbers(evaluate_model(llama, data, variants))
+    plain = evaluate_model(llama, data, variants)
+    assert numbers(kept) == numbers(plain)
+    assert capture.first_output is not None
+    logits, loss = capture.first_output
+    # Either side of the check may be the wrong one: the reference's own pass then decides.
+    for hidden, output in (
+        (wrong, capture.first_output),
+        (capture.final_hidden, (logits + 1.0, loss)),
+        (capture.final_hidden, (logits, loss + 1.0)),
+    ):
+        with count_forwards(llama) as calls:
+            kept = evaluate_model(
+                llama, data, variants, reference_hidden=hidden, reference_output=output
+            )
+        assert not kept.reference_from_hidden and kept.check_seconds == 0.0
+        assert numbers(kept) == numbers(plain)
+        assert len(calls) == 2 * 2 + 2
 
 
 def test_reference_hidden_is_refused_where_it_cannot_serve(
@@ -417,6 +446,8 @@ def test_reference_hidden_is_refused_where_it_cannot_serve(
     assert capture.final_hidden is not None
     with pytest.raises(UsageError, match="2 samples"):
         evaluate_model(llama, data, [], reference_hidden=capture.final_hidden[:1])
+    with pytest.raises(UsageError, match="pass both"):
+        evaluate_model(llama, data, [], reference_output=capture.first_output)
     with pytest.raises(UsageError, match="activations_out"):
         evaluate_model(
             llama,
@@ -449,13 +480,13 @@ def test_variant_loss_from_the_kl_log_softmax_is_the_models_own(
     assert len(losses) == 1 + 1
     kept = None
     if fixture == "llama":
-        # From the capture's hidden states: the head's loss on the first sample (and its
-        # checking pass's), then the log p's.
+        # From the capture's hidden states (whose first sample's pass computes the model's
+        # loss): the head's loss on the first sample, and its checking pass's, then the log p's.
         capture = capture_kv_amax(lm, data, keep_final_hidden=True)
-        assert capture.final_hidden is not None
+        assert capture.final_hidden is not None and len(losses) == 2 + 1
         kept = evaluate_model(lm, data, variants, reference_hidden=capture.final_hidden)
         assert kept.reference_from_hidden
-        assert len(losses) == 2 + 3
+        assert len(losses) == 3 + 3
     del losses[:]
     monkeypatch.setattr(evaluate, "_same_loss", lambda *_: False)
     own = evaluate_model(lm, data, variants)

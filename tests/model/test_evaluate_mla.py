@@ -136,7 +136,15 @@ def test_reference_from_the_captures_hidden_states(lm: LoadedModel) -> None:
     capture = capture_kv_amax(lm, samples, keep_final_hidden=True)
     kept = evaluate_model(lm, samples, variants, reference_hidden=capture.final_hidden)
     plain = evaluate_model(lm, samples, variants)
-    assert kept.reference_from_hidden
-    assert [(v.loss, v.kl_mean, v.kl_max) for v in kept.variants] == [
-        (v.loss, v.kl_mean, v.kl_max) for v in plain.variants
-    ]
+    given = evaluate_model(
+        lm,
+        samples,
+        variants,
+        reference_hidden=capture.final_hidden,
+        reference_output=capture.first_output,
+    )
+    assert kept.reference_from_hidden and given.reference_from_hidden
+    for run in (kept, given):
+        assert [(v.loss, v.kl_mean, v.kl_max) for v in run.variants] == [
+            (v.loss, v.kl_mean, v.kl_max) for v in plain.variants
+        ]
