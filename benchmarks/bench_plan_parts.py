@@ -7,6 +7,10 @@ times them ``--runs`` times, interleaved, and prints medians and the ratio old /
   to float32 log-probabilities. ``upcasting``: ``torch.log_softmax(logits, dtype=float32,
   out=scratch)``; ``in_place``: ``kvscale.model.evaluate._log_softmax_float32`` (copy into the
   float32 scratch, then the log-softmax on it in place).
+* ``kl_chunks``: one variant's KL and loss over one sample (``--tokens`` positions of
+  ``--vocab`` bf16 logits) against a reference: ``wide``, chunks of ``KL_CHUNK`` (256)
+  positions; ``cached``, the CPU's cache-sized chunks (``_chunk_positions``: 32 positions of
+  49,152).
 * ``4over6``: which of the two NVFP4 block scales ``nvfp4_4over6`` keeps, for every group of 16
   of a K-shaped bf16 tensor (``--tokens`` x ``--heads`` x ``--head-size``, heavy-tailed values).
   ``exact_all``: the compiled float32 reconstruction error emulated for every block
@@ -20,6 +24,7 @@ times them ``--runs`` times, interleaved, and prints medians and the ratio old /
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -28,7 +33,7 @@ from collections.abc import Callable
 import torch
 
 from kvscale.kernel import nvfp4 as N
-from kvscale.model.evaluate import KL_CHUNK, _log_softmax_float32
+from kvscale.model.evaluate import KL_CHUNK, _chunk_positions, _log_softmax_float32, _Reference
 
 
 def _time(fn: Callable[[], object]) -> float:
@@ -69,6 +74,29 @@ def log_softmax_pair(vocab: int, runs: int) -> None:
     side_by_side("log_softmax", upcasting, in_place, runs)
 
 
+def kl_chunks_pair(vocab: int, tokens: int, runs: int) -> None:
+    g = torch.Generator().manual_seed(2)
+    positions = tokens - 1
+    reference = (torch.randn(positions, vocab, generator=g) * 3).to(torch.bfloat16)
+    variant = (reference.float() + torch.randn(positions, vocab, generator=g) * 0.2).bfloat16()
+    following = torch.randint(0, vocab, (positions,), generator=g)
+    wide, cached = (
+        _Reference(reference, positions, following, chunk=chunk)
+        for chunk in (KL_CHUNK, _chunk_positions(vocab, torch.device("cpu")))
+    )
+
+    def one(ref: _Reference) -> Callable[[], object]:
+        return lambda: ref.kl(variant, with_loss=True)
+
+    def values(ref: _Reference) -> tuple[float, float, float]:
+        total, peak, loss = ref.kl(variant, with_loss=True)
+        return total, peak, float(loss) if loss is not None else math.nan
+
+    if values(wide) != values(cached):
+        raise SystemExit("kl_chunks: the two chunkings differ")
+    side_by_side("kl_chunks", one(wide), one(cached), runs)
+
+
 def four_over_six_pair(tokens: int, heads: int, head_size: int, runs: int) -> None:
     g = torch.Generator().manual_seed(1)
     # Heavy tails, as K has: a normal times a log-normal per element.
@@ -102,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, medians of {args.runs}")
     log_softmax_pair(args.vocab, args.runs)
+    kl_chunks_pair(args.vocab, args.tokens, args.runs)
     four_over_six_pair(args.tokens, args.heads, args.head_size, args.runs)
     return 0
 

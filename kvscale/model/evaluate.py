@@ -27,7 +27,7 @@ tokens' own latent unquantized: ``MLAAttention.forward_impl`` passes ``k_c_norme
 Each variant's loss is the model's own (``model(input_ids, labels=input_ids).loss``: mean
 next-token cross entropy in float32); over several samples the mean is weighted by predicted
 tokens. KL is ``KL(P_unquantized || P_variant)`` of the next-token distributions at the same
-positions (``_Reference``: in chunks of ``KL_CHUNK`` positions, each clamped at 0), mean and max
+positions (``_Reference``: in chunks of positions, each clamped at 0), mean and max
 over all positions.
 
 ``reference_hidden`` (``kvscale.model.capture``'s ``keep_final_hidden``: per sample, the
@@ -90,6 +90,13 @@ same shape, on x's device."""
 REFERENCE = "unquantized"
 """The reference run's name: the model's own K/V, every variant's KL is against it."""
 KL_CHUNK = 256
+"""Positions per chunk of the KL's log-softmax, difference, product and row sums on a GPU."""
+KL_CHUNK_BYTES_CPU = 6 * 2**20
+"""On the CPU, a chunk holds as many positions as make about this many bytes of float32
+log-probabilities (32 of a 49,152-token vocabulary), at least 2: its passes (log-softmax,
+difference, product, row sums) then find the chunk in cache. On the 2-core VM one variant's KL
+over 511 positions of 49,152 took 18 ms in chunks of 32, 20 in chunks of 16 or 64, 29 in
+chunks of 256 (``benchmarks/bench_plan_parts.py``, ``kl_chunks``)."""
 IGNORE_INDEX = -100
 """transformers' ``ForCausalLMLoss`` default: the label of the last position, which predicts
 nothing."""
@@ -266,19 +273,24 @@ class _Reference:
         positions: int,
         next_tokens: torch.Tensor,
         previous: _Reference | None = None,
+        *,
+        chunk: int | None = None,
     ) -> None:
         """``previous``: the last sample's reference, done with: its buffers are reused when
         they are large enough (fresh ones cost their page faults each sample, about 0.1 s for
-        512 x 49,152 on the CPU)."""
+        512 x 49,152 on the CPU). ``chunk``: positions per chunk (default ``_chunk_positions``;
+        a ``previous`` of another chunk size must not be given)."""
         self.positions = positions
         self.next_tokens = next_tokens.reshape(-1, 1)
         # ForCausalLMLoss pads the shifted labels with ignore_index for the last position.
         self.loss_targets = torch.zeros(positions + 1, dtype=torch.long, device=logits.device)
         self.loss_targets[-1] = IGNORE_INDEX
         vocab = logits.shape[-1]
-        # log p, p, and one scratch chunk for every variant's log-softmax (a fresh 50 MB tensor
-        # per chunk costs its page faults each time). The previous sample's serve when they
-        # have the rows: its scratch then has min(KL_CHUNK, its rows) >= what this one needs.
+        size = chunk or _chunk_positions(vocab, logits.device)
+        self.chunks = _chunks(positions, size)
+        # log p, p, and one scratch chunk for every variant's log-softmax (a fresh tensor per
+        # chunk costs its page faults each time). The previous sample's serve when they have
+        # the rows: its scratch then has min(size + 1, its rows) >= the widest chunk here.
         reuse = previous._buffers if previous is not None else None
         if (
             reuse is not None
@@ -288,33 +300,31 @@ class _Reference:
         ):
             self._buffers = reuse
         else:
-            rows = (positions, positions, min(KL_CHUNK, positions))
+            rows = (positions, positions, min(size + 1, positions))
             logp, p, scratch = (
                 torch.empty((r, vocab), dtype=torch.float32, device=logits.device) for r in rows
             )
             self._buffers = (logp, p, scratch)
         self.logp = self._buffers[0][:positions]
-        for start in range(0, positions, KL_CHUNK):
-            stop = min(positions, start + KL_CHUNK)
+        # The probabilities once per sample, not once per variant, each chunk while in cache.
+        self.p = self._buffers[1][:positions]
+        for start, stop in self.chunks:
             _log_softmax_float32(logits[start:stop], self.logp[start:stop])
-        # The probabilities once per sample, not once per variant.
-        self.p = torch.exp(self.logp, out=self._buffers[1][:positions])
-        self.scratch = self._buffers[2][: min(KL_CHUNK, positions)]
+            torch.exp(self.logp[start:stop], out=self.p[start:stop])
+        self.scratch = self._buffers[2][: max(stop - start for start, stop in self.chunks)]
 
     def kl(
         self, logits: torch.Tensor, *, with_loss: bool = False
     ) -> tuple[float, float, torch.Tensor | None]:
         """(sum, max) of KL(reference || softmax(logits)) over the positions, and with
         ``with_loss`` the model's loss of ``logits`` (float32 scalar tensor; see the class doc)."""
-        total = 0.0
-        peak = 0.0
         picked = (
             torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=logits.device)
             if with_loss
             else None
         )
-        for start in range(0, self.positions, KL_CHUNK):
-            stop = min(self.positions, start + KL_CHUNK)
+        kl = torch.empty(self.positions, dtype=torch.float32, device=logits.device)
+        for start, stop in self.chunks:
             ref = self.logp[start:stop]
             p = self.p[start:stop]
             d = self.scratch[: stop - start]
@@ -323,11 +333,11 @@ class _Reference:
                 torch.gather(d, 1, self.next_tokens[start:stop], out=picked[start:stop])
             torch.sub(ref, d, out=d)
             d.mul_(p)
-            kl = d.sum(-1).clamp_min_(0.0)
-            total += float(kl.sum(dtype=torch.float64))
-            chunk_max = float(kl.max())
-            # max() would drop a NaN; a NaN KL must stay visible.
-            peak = chunk_max if math.isnan(chunk_max) or chunk_max > peak else peak
+            torch.sum(d, -1, out=kl[start:stop])
+        kl.clamp_min_(0.0)
+        total = float(kl.sum(dtype=torch.float64))
+        # max() propagates a NaN: a NaN KL stays visible.
+        peak = float(kl.max())
         loss = None if picked is None else self._mean_nll(picked)
         if math.isnan(total) or math.isnan(peak):
             return math.nan, math.nan, loss
@@ -346,6 +356,25 @@ class _Reference:
         return torch.nn.functional.nll_loss(
             picked, self.loss_targets, ignore_index=IGNORE_INDEX, reduction="mean"
         )
+
+
+def _chunk_positions(vocab: int, device: torch.device) -> int:
+    """Positions per KL chunk (``KL_CHUNK``, ``KL_CHUNK_BYTES_CPU``)."""
+    if device.type != "cpu":
+        return KL_CHUNK
+    return max(2, min(KL_CHUNK, KL_CHUNK_BYTES_CPU // (4 * vocab)))
+
+
+def _chunks(positions: int, size: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of consecutive chunks of ``size`` positions; a last one of a single
+    position joins the chunk before it. A row sum over one row alone is torch's two-pass
+    reduction (``TensorIteratorBase::parallel_reduce``, one output), whose order differs from
+    the per-row order it has among other rows: this way each position's KL is the same
+    whatever the chunking."""
+    bounds = [*range(0, positions, size), positions]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:
+        del bounds[-2]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def _log_softmax_float32(logits: torch.Tensor, out: torch.Tensor) -> None:

@@ -15,12 +15,12 @@ from support.modules import load_module  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_small_run_prints_both_pairs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_small_run_prints_every_pair(capsys: pytest.CaptureFixture[str]) -> None:
     bench = load_module(
         "kvscale_benchmarks_plan_parts", ROOT / "benchmarks" / "bench_plan_parts.py"
     )
     argv = ["--runs", "1", "--vocab", "1000", "--tokens", "64", "--heads", "2"]
     assert bench.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[1:]] == ["log_softmax", "4over6"]
+    assert [line.split()[0] for line in lines[1:]] == ["log_softmax", "kl_chunks", "4over6"]
     assert all(re.search(r"old/new +\d+\.\d\dx$", line) for line in lines[1:])

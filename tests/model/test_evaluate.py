@@ -552,3 +552,46 @@ def test_kl_and_loss_equal_a_float64_computation_from_the_logits(llama: LoadedMo
     assert fp8.kl_mean == pytest.approx(kl_sum / n, rel=1e-5)
     assert fp8.kl_max == pytest.approx(kl_max, rel=1e-5)
     assert fp8.loss == pytest.approx(nll_sum / n, rel=1e-6)
+
+
+def test_kl_chunks_are_cache_sized_on_the_cpu_and_never_one_position_after_others() -> None:
+    from kvscale.model.evaluate import KL_CHUNK, _chunk_positions, _chunks
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert [_chunk_positions(v, cpu) for v in (49_152, 151_936, 10**7, 1_000)] == [32, 10, 2, 256]
+    assert _chunk_positions(49_152, cuda) == KL_CHUNK == 256
+    assert _chunks(16, 3) == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 16)]
+    assert _chunks(17, 3) == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 15), (15, 17)]
+    assert _chunks(33, 32) == [(0, 33)]
+    assert _chunks(64, 32) == [(0, 32), (32, 64)]
+    assert _chunks(1, 32) == [(0, 1)]
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 32, 256])
+def test_each_positions_kl_is_the_same_whatever_the_chunking(size: int) -> None:
+    """A 49,152-token vocabulary (SmolLM2's, whose single-row sums torch splits across threads)
+    over 65 positions: 65 is one more than a multiple of 2 and of 32, so the last chunk of one
+    position joins the one before it. Sum, max and loss equal those of one chunk of 256."""
+    import kvscale.model.evaluate as evaluate
+
+    g = torch.Generator().manual_seed(11)
+    positions, vocab = 65, 49_152
+    reference = (torch.randn(positions, vocab, generator=g) * 0.5).to(torch.bfloat16)
+    variant = (reference.float() + torch.randn(positions, vocab, generator=g) * 0.3).bfloat16()
+    following = torch.randint(0, vocab, (positions,), generator=g)
+
+    def run(chunk: int) -> tuple[Any, ...]:
+        ref = evaluate._Reference(reference, positions, following, chunk=chunk)
+        total, peak, loss = ref.kl(variant, with_loss=True)
+        assert loss is not None
+        return total, peak, float(loss), float(ref.loss())
+
+    # The tests run torch on one thread (conftest); a single row's sum is split only on more.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert run(size) == run(256)
+    finally:
+        torch.set_num_threads(threads)
+    whole = run(256)
+    assert whole[0] > 0 and whole[1] > 0
