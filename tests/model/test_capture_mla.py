@@ -20,6 +20,7 @@ from support.models import random_samples  # noqa: E402
 
 from kvscale.errors import UsageError  # noqa: E402
 from kvscale.model.capture import capture_kv_amax, holdout_indices  # noqa: E402
+from kvscale.model.hook import cache_kwarg_name  # noqa: E402
 from kvscale.model.load import LoadedModel, load_model  # noqa: E402
 
 SAMPLES = (12, 5, 20)
@@ -41,9 +42,9 @@ def recorded(lm: LoadedModel, samples: list[tuple[int, ...]]) -> dict[int, list[
     seen: dict[int, list[tuple[Any, Any]]] = {}
     with torch.inference_mode():
         for sample in samples:
-            lm.model(
-                torch.tensor([sample]), use_cache=True, cache=UpdateRecorder(lm.model.config, seen)
-            )
+            # ``cache`` since transformers 5.24, ``past_key_values`` before (the GPU image's 5.17).
+            cache = {cache_kwarg_name(lm.model): UpdateRecorder(lm.model.config, seen)}
+            lm.model(torch.tensor([sample]), use_cache=True, **cache)
     return seen
 
 

@@ -24,6 +24,7 @@ from support.models import random_samples  # noqa: E402
 from kvscale.errors import UsageError  # noqa: E402
 from kvscale.kernel.roundtrip import mla_latent_roundtrip, unquantized_roundtrip  # noqa: E402
 from kvscale.model.evaluate import CacheVariant, LayerCodec, evaluate_model  # noqa: E402
+from kvscale.model.hook import cache_kwarg_name  # noqa: E402
 from kvscale.model.load import LoadedModel, load_model  # noqa: E402
 
 LAYER0 = "model.layers.0.self_attn.attn"
@@ -47,7 +48,9 @@ class UpdateRecorder(transformers.DynamicCache):  # type: ignore[misc]
 def latent_of(lm: LoadedModel, sample: tuple[int, ...]) -> dict[int, tuple[Any, Any]]:
     seen: dict[int, tuple[Any, Any]] = {}
     with torch.inference_mode():
-        lm.model(torch.tensor([sample]), cache=UpdateRecorder(lm.model.config, seen))
+        # ``cache`` since transformers 5.24, ``past_key_values`` before (the GPU image's 5.17).
+        cache = {cache_kwarg_name(lm.model): UpdateRecorder(lm.model.config, seen)}
+        lm.model(torch.tensor([sample]), **cache)
     return seen
 
 
