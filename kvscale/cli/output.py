@@ -425,7 +425,9 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
-        if event.phase != self._phase:
+        # A phase starts with its first event, or again at done 0 (plan's confirmation runs
+        # evaluate once more): its rate and ETA count from there.
+        if event.phase != self._phase or event.done == 0:
             self._phase = event.phase
             self._phase_start = now
             self.close()
@@ -444,14 +446,16 @@ class Progress:
         else:
             parts = [f"{title}: {event.done:,}/{event.total:,} {unit}".rstrip()]
         elapsed = now - self._phase_start
+        # A rate or an ETA over less than a second says nothing: a phase whose core sends no
+        # start event (done 0) starts at its first event, which comes after a unit of work.
+        measured = elapsed >= 1.0
         if event.tokens is not None:
-            # A rate over less than a second says nothing (and the first event comes at 0 s).
-            rate = f" ({event.tokens / elapsed:,.0f} tok/s)" if elapsed >= 1.0 else ""
+            rate = f" ({event.tokens / elapsed:,.0f} tok/s)" if measured else ""
             parts.append(f"{event.tokens:,} tokens{rate}")
         if event.label:
             parts.append(sanitize(event.label)[-60:])
         parts.append(f"{_clock(now - self._start)} elapsed")
-        if 0 < event.done < event.total:
+        if measured and 0 < event.done < event.total:
             parts.append(f"about {_clock(elapsed * (event.total - event.done) / event.done)} left")
         return ", ".join(parts)
 

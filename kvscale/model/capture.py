@@ -380,6 +380,9 @@ def capture_kv_amax(
             kept.append(hidden)
 
         hook = decoder.register_forward_hook(keep)
+    if progress is not None:
+        # The phase's start: a rate and an ETA need it (the next events come after a batch).
+        progress(ProgressEvent("calibrate", 0, total, tokens=0))
     try:
         with attention_hook(model, on_kv), torch.inference_mode(), quiet_transformers():
             for phase, order in (("calib", calib), ("holdout", list(held))):

@@ -536,6 +536,9 @@ def evaluate_model(
     device = loaded.input_device
     ref: _Reference | None = None
     previous: _Reference | None = None  # the last sample's, whose buffers the next one reuses
+    if progress is not None:
+        # The phase's start: a rate and an ETA need it (the next events come after a sample).
+        progress(ProgressEvent("evaluate", 0, len(samples), tokens=0))
     try:
         with attention_hook(model, on_kv), torch.inference_mode(), quiet_transformers():
             for i, sample in enumerate(samples):

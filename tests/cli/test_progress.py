@@ -27,6 +27,8 @@ HOSTILE = "::error::pwned\n##[error]x \x1b[31mred\u202e"
 
 def _fake_run(clock: list[float], samples: int) -> Callable[..., Any]:
     def verify_target(target: str, options: Any, progress: Any = None) -> Any:
+        # As evaluate_model: a start event, then one after each sample.
+        progress(ProgressEvent("evaluate", 0, samples, tokens=0))
         for done in range(1, samples + 1):
             clock[0] += 1.0
             progress(ProgressEvent("evaluate", done, samples, label=HOSTILE, tokens=512 * done))
@@ -51,13 +53,12 @@ def _run(monkeypatch: pytest.MonkeyPatch, clock: list[float], env: dict[str, str
 
 LINE = re.compile(
     r"kvscale: progress: running the model: (\d+)/10 samples, ([\d,]+) tokens"
-    # no rate on a phase's first event: it comes at the phase's start
-    r"(?: \([\d,]+ tok/s\))?, "
-    r"(.*), 0:(\d\d) elapsed(, about 0:\d\d left)?"
+    # no rate, label or ETA on the start event (done 0)
+    r"(?: \(([\d,]+) tok/s\))?(?:, (.*))?, 0:(\d\d) elapsed(?:, about 0:(\d\d) left)?"
 )
 
 
-@pytest.mark.parametrize(("interval", "expected"), [("2.5", [3, 6, 9]), ("0", list(range(1, 11)))])
+@pytest.mark.parametrize(("interval", "expected"), [("2.5", [3, 6, 9]), ("0", list(range(0, 11)))])
 def test_a_line_every_interval_one_line_each_neutralized_never_on_stdout(
     monkeypatch: pytest.MonkeyPatch, clock: list[float], interval: str, expected: list[int]
 ) -> None:
@@ -71,8 +72,15 @@ def test_a_line_every_interval_one_line_each_neutralized_never_on_stdout(
     assert [int(m.group(1)) for m in matches if m] == expected
     for m in matches:
         assert m is not None
-        assert int(m.group(4)) == int(m.group(1))  # one second per sample
-        label = m.group(3)
+        done = int(m.group(1))
+        assert int(m.group(5)) == done  # one second per sample
+        if done == 0:
+            assert m.group(3, 4, 6) == (None, None, None)
+            continue
+        # From the start event: 512 tokens a second, and the 10 - done seconds left.
+        assert m.group(3) == "512"
+        assert m.group(6) == (None if done == 10 else f"{10 - done:02d}")
+        label = m.group(4)
         assert label == "::error::pwned\\x0a\\x23#[error]x \\x1b[31mred\\u202e"
     assert "##[" not in result.stderr and "\x1b" not in result.stderr
 
@@ -92,6 +100,7 @@ def test_json_mode_keeps_stdout_to_the_document(
     result = _run(monkeypatch, clock, {"KVSCALE_PROGRESS_INTERVAL": "1"}, "--json")
     assert result.exit_code == 2
     assert sum(1 for line in result.stderr.splitlines() if LINE.fullmatch(line)) == 10
+    assert " 0/10 samples" not in result.stderr  # the start event, before the first second
     assert "progress" not in result.stdout
 
 

@@ -181,6 +181,7 @@ def test_progress_callback(models: Any) -> None:
         progress=calls.append,
     )
     assert calls == [
+        ProgressEvent("calibrate", 0, 3, tokens=0),
         ProgressEvent("calibrate", 2, 3, tokens=9),
         ProgressEvent("calibrate", 3, 3, tokens=15),
     ]

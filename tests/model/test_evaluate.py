@@ -263,6 +263,7 @@ def test_progress(llama: LoadedModel) -> None:
     calls: list[ProgressEvent] = []
     evaluate_model(llama, data, fp8_variants(calibrated(llama, data)), progress=calls.append)
     assert calls == [
+        ProgressEvent("evaluate", 0, 2, tokens=0),
         ProgressEvent("evaluate", 1, 2, tokens=5),
         ProgressEvent("evaluate", 2, 2, tokens=11),
     ]
