@@ -318,11 +318,7 @@ class _Reference:
     ) -> tuple[float, float, torch.Tensor | None]:
         """(sum, max) of KL(reference || softmax(logits)) over the positions, and with
         ``with_loss`` the model's loss of ``logits`` (float32 scalar tensor; see the class doc)."""
-        picked = (
-            torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=logits.device)
-            if with_loss
-            else None
-        )
+        picked = self._picked_column() if with_loss else None
         kl = torch.empty(self.positions, dtype=torch.float32, device=logits.device)
         for start, stop in self.chunks:
             ref = self.logp[start:stop]
@@ -346,13 +342,17 @@ class _Reference:
     def loss(self) -> torch.Tensor:
         """The model's loss of the reference's own logits, from its log p (see the class doc):
         what ``kl(..., with_loss=True)`` gives a variant, without a second log-softmax."""
-        picked = torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=self.logp.device)
+        picked = self._picked_column()
         torch.gather(self.logp, 1, self.next_tokens, out=picked[: self.positions])
         return self._mean_nll(picked)
 
+    def _picked_column(self) -> torch.Tensor:
+        """``[positions + 1, 1]`` zeros: each position's log-probability of its next token goes
+        there (the last row, ignored by the loss, stays 0)."""
+        return torch.zeros((self.positions + 1, 1), dtype=torch.float32, device=self.logp.device)
+
     def _mean_nll(self, picked: torch.Tensor) -> torch.Tensor:
-        """``picked``: ``[positions + 1, 1]``, each position's log-probability of its next token
-        (the last row is ignored)."""
+        """``picked``: a filled ``_picked_column``."""
         return torch.nn.functional.nll_loss(
             picked, self.loss_targets, ignore_index=IGNORE_INDEX, reduction="mean"
         )
@@ -520,6 +520,10 @@ def evaluate_model(
             kwargs["labels"] = ids
         return model(input_ids=ids, **kwargs)
 
+    def reference_pass(ids: torch.Tensor) -> tuple[Any, Any]:
+        out = forward(ids)
+        return out.logits, out.loss
+
     from_hidden = reference_hidden is not None
     checked = False
     # The variants' loss from the KL's own log-softmax (_Reference): None until the first
@@ -560,28 +564,20 @@ def evaluate_model(
                         if not checked or batch_logits is None:
                             check_began = time.perf_counter()
                             given = not checked and reference_output is not None
-                            if given:
-                                assert reference_output is not None
-                                real_logits, real_loss = reference_output
-                            else:
-                                out = forward(ids)
-                                real_logits, real_loss = out.logits, out.loss
-                                del out
+                            real = reference_output if given else reference_pass(ids)
+                            assert real is not None
                             checked = True
-                            if _same_output(batch_logits, loss, real_logits, real_loss):
+                            if _same_output(batch_logits, loss, *real):
                                 # The check is not the reference's time.
                                 check_seconds = time.perf_counter() - check_began
                                 began += check_seconds
                             else:
                                 from_hidden = False
-                                if given:
-                                    # Which of the two is off is not known: the reference's
-                                    # own pass decides, as for every later sample.
-                                    out = forward(ids)
-                                    real_logits, real_loss = out.logits, out.loss
-                                    del out
-                                batch_logits, loss = real_logits, real_loss
-                            del real_logits, real_loss
+                                # Against a given output, which of the two is off is not
+                                # known: the reference's own pass decides, as for every
+                                # later sample.
+                                batch_logits, loss = reference_pass(ids) if given else real
+                            del real
                     else:
                         out = forward(
                             ids,
@@ -681,8 +677,6 @@ def _same_loss(mine: torch.Tensor | None, model_loss: Any) -> bool:
 def _same_output(logits: Any, loss: Any, real_logits: Any, real_loss: Any) -> bool:
     """The recomputed reference equals the real pass bit for bit (shape, dtype, values)."""
     if not isinstance(logits, torch.Tensor) or not isinstance(loss, torch.Tensor):
-        return False
-    if not isinstance(real_logits, torch.Tensor):
         return False
     return (
         real_logits.dtype == logits.dtype
