@@ -100,6 +100,7 @@ __all__ = [
     "nvfp4_full_dim",
     "nvfp4_kv_cache_shape",
     "nvfp4_layer_stats",
+    "nvfp4_read_back",
     "nvfp4_write_round_trip",
     "nvfp4_write_stats",
     "quantize_nvfp4",
@@ -343,29 +344,36 @@ def _e4m3_value(bits: torch.Tensor) -> torch.Tensor:
     return bits.view(torch.float8_e4m3fn).to(torch.float32)
 
 
-# Rounding boundaries of |y| between consecutive e2m1 magnitudes. A tie goes to the even code:
-# 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4 (vLLM's
-# ``round_to_nearest_e2m1``: ``<= 0.25``, ``< 0.75``, ...). A boundary that belongs to the upper
-# code is stored as the float32 just below it, so that the code is the number of boundaries
-# strictly below |y| (``torch.bucketize``).
-_E2M1_BOUNDARIES = torch.tensor(
-    [0.25, float(torch.nextafter(torch.tensor(0.75), torch.tensor(0.0))), 1.25,
-     float(torch.nextafter(torch.tensor(1.75), torch.tensor(0.0))), 2.5,
-     float(torch.nextafter(torch.tensor(3.5), torch.tensor(0.0))), 5.0],
-    dtype=torch.float32,
-)  # fmt: skip
+def _e2m1_magnitude(a: torch.Tensor) -> torch.Tensor:
+    """The nearest e2m1 magnitude of ``a = |y|`` (float32, from ``abs``), ties to even, clipped
+    at 6, NaN -> 6: vLLM's ``round_to_nearest_e2m1`` (``<= 0.25``, ``< 0.75``, ``<= 1.25``, ...),
+    whose thresholds match cvt.rn.satfinite.e2m1x2.f32.
+
+    The e2m1 step is 0.5 below 2, 1 in [2, 4) and 2 from 4. Adding 2^22, 2^23 or 2^24 (whose
+    float32 ulp is that step) rounds ``a`` to the step by float32's own round-to-nearest-even,
+    which is e2m1's tie rule (the even multiple of the step is the even code), and subtracting it
+    back is exact. The constant is ``a``'s binade clamped to 0..2, plus 22 (a few integer
+    operations on the bits). Then the clip at 6, and NaN to 6. Equal to counting the
+    rounding boundaries below ``a`` for every non-negative float32 and NaN (all 2^31 bit
+    patterns, checked once; the tests check every neighbour of each boundary), 6x faster on
+    the CPU."""
+    binade = (a.view(torch.int32) >> 23).clamp_(127, 129)
+    step_constant = binade.add_(22).bitwise_left_shift_(23).view(torch.float32)
+    # clamp_max and nan_to_num: 10x faster on the CPU than fmin, or than where with a scalar.
+    return (a + step_constant).sub_(step_constant).clamp_max_(6.0).nan_to_num_(nan=6.0)
+
+
+def _magnitude_code(magnitude: torch.Tensor) -> torch.Tensor:
+    """The e2m1 magnitude code 0..7 of a magnitude from ``_e2m1_magnitude``: 0, 0.5, ..., 2 are
+    codes 0-4 (twice the value), 3 and 4 are 5 and 6, 6 is 7."""
+    code = torch.where(magnitude <= 2.0, magnitude * 2.0, magnitude + 2.0).clamp_max_(7.0)
+    return code.to(torch.uint8)
 
 
 def _e2m1_magnitude_code(y: torch.Tensor) -> torch.Tensor:
     """Magnitude code 0..7 of the nearest e2m1 value, ties to even (the thresholds of vLLM's
     ``round_to_nearest_e2m1``, which match cvt.rn.satfinite.e2m1x2.f32); NaN gives 7."""
-    # The count of boundaries strictly below |y|, one comparison each: 3x faster on the CPU
-    # than torch.bucketize's per-element binary search, with the same result (float32 compares).
-    a = y.abs()
-    code = torch.zeros(a.shape, dtype=torch.uint8, device=a.device)
-    for boundary in _E2M1_BOUNDARIES:
-        code += a > boundary
-    return torch.where(torch.isnan(y), torch.tensor(E2M1_NAN_CODE, dtype=torch.uint8), code)
+    return _magnitude_code(_e2m1_magnitude(y.abs()))
 
 
 def _with_sign(magnitude: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -383,14 +391,16 @@ def _e2m1_codes(y: torch.Tensor) -> torch.Tensor:
 _MAGNITUDES = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32)
 
 
-def _rounded(magnitude: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The e2m1 value of y's magnitude code as float, sign copied from y."""
-    return torch.copysign(_MAGNITUDES[magnitude.long()], y)
-
-
 def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
     """vLLM's ``round_to_nearest_e2m1``: the nearest e2m1 value as float, sign copied from y."""
-    return _rounded(_e2m1_magnitude_code(y), y)
+    return torch.copysign(_e2m1_magnitude(y.abs()), y)
+
+
+def _stored_values(magnitude: torch.Tensor, scaled: torch.Tensor) -> torch.Tensor:
+    """The e2m1 values the codes of ``scaled`` encode (``_with_sign``): the magnitude with
+    scaled's sign, except NaN, which stores +6."""
+    signed = torch.copysign(magnitude, scaled)
+    return torch.where(torch.isnan(scaled), magnitude, signed)
 
 
 def _output_scale(sf: torch.Tensor, rcp_g: torch.Tensor, track: bool) -> list[torch.Tensor]:
@@ -435,7 +445,10 @@ def _error_estimate(minus_x: torch.Tensor, dq: torch.Tensor, rounded: torch.Tens
     """The reconstruction error of ``_reconstruction_error`` in float64, ``sum (R * dq - x)^2``
     (``minus_x``: ``-x`` as float64), within ``2^-50`` relative of the exact value of its terms.
     Where ``os == 0``, ``dq`` is 0 and ``R`` finite, so the term is ``x^2``, as there."""
-    d = torch.addcmul(minus_x, rounded.double(), dq.double()[:, None])
+    # R * dq is exact in float64 (R has 2 significant bits, dq 24), so multiplying then adding
+    # rounds once, as addcmul would; in place, one float64 temporary (each fresh one costs page
+    # faults on the CPU).
+    d = rounded.double().mul_(dq.double()[:, None]).add_(minus_x)
     return d.square_().sum(dim=1)
 
 
@@ -450,7 +463,7 @@ def _four_is_smaller(
     closer than the float32 errors can stray from them, or not finite, or large: ties (an
     all-zero block: both 0) and a few near-ties. Everywhere else the estimates decide, with the
     same answer. 4over6's write costs 0.3x what it did on the CPU (SmolLM2's K/V)."""
-    minus_x = -x.double()
+    minus_x = x.double().neg_()
     e6, e4 = (_error_estimate(minus_x, dq, rounded) for _, dq, rounded in (side6, side4))
     use4 = e4 < e6
     settled = ((e4 - e6).abs() > _SETTLED_REL * (e4 + e6) + _SETTLED_ABS) & (
@@ -467,10 +480,16 @@ def _four_is_smaller(
 
 @dataclass(frozen=True)
 class _Groups:
-    codes: torch.Tensor  # uint8 [N, 16]: e2m1 codes
     scale_bits: torch.Tensor  # uint8 [N]: e4m3 block scales
+    scale: torch.Tensor  # float32 [N]: their values
     output_scale: torch.Tensor  # float32 [N]: os (model)
+    scaled: torch.Tensor  # float32 [N, 16]: x * os
+    magnitude: torch.Tensor  # float32 [N, 16]: e2m1 magnitudes of scaled
     ambiguous: torch.Tensor  # bool [N]
+
+    def codes(self) -> torch.Tensor:
+        """uint8 [N, 16]: the e2m1 codes."""
+        return _with_sign(_magnitude_code(self.magnitude), self.scaled)
 
 
 def _unstable_codes(
@@ -534,22 +553,24 @@ def _enumerate_4over6(
 class _Side:
     """Groups at one block-scale divisor (6; ``nvfp4_4over6`` also tries 4): the e4m3 block
     scale, the output scale ``os`` (model reciprocals), the values the e2m1 conversion sees
-    (``x * os``) and their magnitude codes, rounded once for both the error and the codes."""
+    (``x * os``) and their e2m1 magnitudes, rounded once for the error, the codes and the
+    values read back."""
 
     scale_bits: torch.Tensor  # uint8 [N]
     scale: torch.Tensor  # float32 [N]: the block scale's value
     output_scale: torch.Tensor  # float32 [N]
     scaled: torch.Tensor  # float32 [N, 16]
-    magnitude: torch.Tensor  # uint8 [N, 16]
+    magnitude: torch.Tensor  # float32 [N, 16]
 
     def codes(self) -> torch.Tensor:
-        return _with_sign(self.magnitude, self.scaled)
+        return _with_sign(_magnitude_code(self.magnitude), self.scaled)
 
     def error_terms(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(os, dq, rounded e2m1 values): what ``_reconstruction_error`` and
         ``_four_is_smaller`` read."""
         os = self.output_scale
-        return os, _dequant_scales(os, False)[0], _rounded(self.magnitude, self.scaled)
+        rounded = torch.copysign(self.magnitude, self.scaled)
+        return os, _dequant_scales(os, False)[0], rounded
 
 
 def _side(
@@ -561,7 +582,7 @@ def _side(
     scale = _e4m3_value(scale_bits)
     os = _output_scale(scale, rcp_g, False)[0]
     scaled = x * os[:, None]
-    return _Side(scale_bits, scale, os, scaled, _e2m1_magnitude_code(scaled))
+    return _Side(scale_bits, scale, os, scaled, _e2m1_magnitude(scaled.abs()))
 
 
 def _quantize_groups(
@@ -570,24 +591,32 @@ def _quantize_groups(
     """Quantize float32 groups ``x [N, 16]`` exactly as the kernel does (see module docstring)."""
     n = x.shape[0]
     if n == 0:
-        empty = torch.zeros(0, dtype=torch.uint8)
-        no_groups = torch.zeros(0, dtype=torch.bool)
-        return _Groups(empty.view(0, SF_VEC_SIZE), empty, torch.zeros(0), no_groups)
+        no_values = torch.zeros(0, SF_VEC_SIZE)
+        return _Groups(
+            torch.zeros(0, dtype=torch.uint8),
+            torch.zeros(0),
+            torch.zeros(0),
+            no_values,
+            no_values,
+            torch.zeros(0, dtype=torch.bool),
+        )
     g = torch.reciprocal(global_scale.to(torch.float32).reshape(()))  # IEEE 1.0f / k_scale
     absx = x.abs()
-    nan = torch.isnan(absx)
-    m = torch.where(nan, -math.inf, absx).amax(dim=1)
-    m = torch.where(nan.all(dim=1), math.nan, m)
+    # A NaN element is skipped; a group of NaNs gives NaN: its max over -inf is -inf, which no
+    # other group's (>= 0) can be.
+    m = absx.nan_to_num(nan=-math.inf, posinf=math.inf).amax(dim=1)
+    m = m.masked_fill_(m == -math.inf, math.nan)
     rcp_g = _rcp_candidates(g, track)
     six = _side(x, m, RCP_SIX, g, rcp_g[0])
     if not four_over_six:
-        codes = six.codes()
         ambiguous = (
-            _unstable_codes(x, six.scale, rcp_g, codes)
+            _unstable_codes(x, six.scale, rcp_g, six.codes())
             if track
             else torch.zeros(n, dtype=torch.bool)
         )
-        return _Groups(codes, six.scale_bits, six.output_scale, ambiguous)
+        return _Groups(
+            six.scale_bits, six.scale, six.output_scale, six.scaled, six.magnitude, ambiguous
+        )
     four = _side(x, m, RCP_FOUR, g, rcp_g[0])
     terms6, terms4 = six.error_terms(), four.error_terms()
     if track:
@@ -596,11 +625,18 @@ def _quantize_groups(
     else:
         use4 = _four_is_smaller(x, terms6, terms4)
     os6, os4 = six.output_scale, four.output_scale
-    os = torch.where(use4, os4, os6)
-    codes6, codes4 = six.codes(), four.codes()
-    codes = torch.where(use4[:, None], codes4, codes6)
-    ambiguous = torch.zeros(n, dtype=torch.bool)
+    use4_rows = use4[:, None]
+    chosen = _Groups(
+        torch.where(use4, four.scale_bits, six.scale_bits),
+        torch.where(use4, four.scale, six.scale),
+        torch.where(use4, os4, os6),
+        torch.where(use4_rows, four.scaled, six.scaled),
+        torch.where(use4_rows, four.magnitude, six.magnitude),
+        torch.zeros(n, dtype=torch.bool),
+    )
     if track:
+        codes6, codes4 = six.codes(), four.codes()
+        codes = chosen.codes()
         # Screen: a block with NaN or inf keeps 6 whatever the reciprocals (every error is NaN
         # or inf, never smaller), so only its codes can move. Otherwise, with stable codes on
         # both sides and errors further apart than the reciprocals can move them, the choice
@@ -621,7 +657,8 @@ def _quantize_groups(
             ambiguous[rest] = _enumerate_4over6(
                 x[rest], [six.scale[rest], four.scale[rest]], use4[rest], codes[rest], rcp_g
             )
-    return _Groups(codes, torch.where(use4, four.scale_bits, six.scale_bits), os, ambiguous)
+        chosen = replace(chosen, ambiguous=ambiguous)
+    return chosen
 
 
 def _pack(codes: torch.Tensor) -> torch.Tensor:
@@ -672,6 +709,25 @@ class NVFP4Quantized:
     scaled: torch.Tensor
 
 
+def _quantized_groups(
+    x: torch.Tensor, global_scale: torch.Tensor | float, kv_cache_dtype: str, track: bool
+) -> tuple[_Groups, torch.Tensor]:
+    """``x [..., head_size]`` checked and quantized per group of 16 on the CPU; with the global
+    scale as a float32 tensor."""
+    four_over_six = _check_variant(kv_cache_dtype)
+    if x.dtype not in _HALF_DTYPES:
+        raise NVFP4ArgumentError(
+            f"NVFP4 cache writes take bfloat16 or float16 inputs (vLLM dispatches half types "
+            f"only), got {x.dtype}"
+        )
+    if x.dim() == 0:
+        raise NVFP4ArgumentError("x must have a head dimension")
+    _check_head_size(x.shape[-1])
+    scale = _scale_tensor("global_scale", global_scale)
+    xf = x.detach().to("cpu", torch.float32).reshape(-1, SF_VEC_SIZE)
+    return _quantize_groups(xf, scale, four_over_six, track), scale
+
+
 def quantize_nvfp4(
     x: torch.Tensor,
     global_scale: torch.Tensor | float,
@@ -682,26 +738,15 @@ def quantize_nvfp4(
     """Quantize ``x [..., head_size]`` (bf16/fp16, any device) with the checkpoint scale
     ``global_scale`` (k_scale or v_scale: dequantization multiplies by it) as vLLM 0.33.0's
     write does. Computed on the CPU."""
-    four_over_six = _check_variant(kv_cache_dtype)
-    if x.dtype not in _HALF_DTYPES:
-        raise NVFP4ArgumentError(
-            f"NVFP4 cache writes take bfloat16 or float16 inputs (vLLM dispatches half types "
-            f"only), got {x.dtype}"
-        )
-    if x.dim() == 0:
-        raise NVFP4ArgumentError("x must have a head dimension")
-    head_size = x.shape[-1]
-    _check_head_size(head_size)
-    scale = _scale_tensor("global_scale", global_scale)
+    q, _ = _quantized_groups(x, global_scale, kv_cache_dtype, track_ambiguity)
     lead = x.shape[:-1]
-    xf = x.detach().to("cpu", torch.float32).reshape(-1, SF_VEC_SIZE)
-    q = _quantize_groups(xf, scale, four_over_six, track_ambiguity)
+    head_size = x.shape[-1]
     groups = head_size // SF_VEC_SIZE
     return NVFP4Quantized(
-        data=_pack(q.codes).reshape(*lead, head_size // 2),
+        data=_pack(q.codes()).reshape(*lead, head_size // 2),
         scales=q.scale_bits.reshape(*lead, groups),
         ambiguous=q.ambiguous.reshape(*lead, groups),
-        scaled=(xf * q.output_scale[:, None]).reshape(*lead, head_size),
+        scaled=q.scaled.reshape(*lead, head_size),
     )
 
 
@@ -716,6 +761,18 @@ def dequantize_nvfp4(
     per_group = values.reshape(*sf.shape, SF_VEC_SIZE) * sf[..., None]
     k = _scale_tensor("global_scale", global_scale)
     return (per_group * k).reshape(values.shape)
+
+
+def nvfp4_read_back(
+    x: torch.Tensor, global_scale: torch.Tensor | float, kv_cache_dtype: str = "nvfp4"
+) -> torch.Tensor:
+    """What the cache gives back for ``x``: ``dequantize_nvfp4`` of ``quantize_nvfp4(x, ...)``'s
+    bytes (float32, ``x``'s shape, on the CPU; ambiguity not tracked), computed from the e2m1
+    values without packing and decoding codes (2.5x faster for ``nvfp4`` on SmolLM2's K/V; the
+    same bits, tested). ``verify --data`` and ``plan`` read the cache through it."""
+    q, k = _quantized_groups(x, global_scale, kv_cache_dtype, False)
+    values = _stored_values(q.magnitude, q.scaled)
+    return ((values * q.scale[:, None]) * k).reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------

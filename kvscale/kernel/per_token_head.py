@@ -53,6 +53,7 @@ that way, byte for byte). What a GPU can do differently, and what only a GPU run
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -422,12 +423,15 @@ def _full(like: torch.Tensor, value: float) -> torch.Tensor:
 def _round_half_away(y: torch.Tensor) -> torch.Tensor:
     """``where(y >= 0, y + 0.5, y - 0.5)`` truncated towards zero, float32 (the kernels' rounding;
     NaN stays NaN for the caller's clamp)."""
-    half = _full(y, 0.5)
-    return torch.trunc(torch.where(y >= 0, y + half, y - half))
+    # The same sums and their truncation, as floor(|y| + 0.5) with y's sign (y - 0.5 is
+    # -(|y| + 0.5) exactly); y + 0.0 gives -0.0 the + of the y >= 0 branch. The CPU's trunc and
+    # where are not vectorized (100 and 55 us per 100k values, against 6 for floor).
+    return torch.copysign(torch.floor(y.abs() + 0.5), y + 0.0)
 
 
-def _nan_ignoring(values: torch.Tensor, fill: float) -> torch.Tensor:
-    return torch.where(torch.isnan(values), _full(values, fill), values)
+def _replace_nan(values: torch.Tensor, fill: float) -> torch.Tensor:
+    """``values`` with NaN replaced by ``fill`` and every other value kept (infinities too)."""
+    return values.nan_to_num(nan=fill, posinf=math.inf, neginf=-math.inf)
 
 
 def _stored_scale(range_: torch.Tensor, divisor: float) -> torch.Tensor:
@@ -436,37 +440,35 @@ def _stored_scale(range_: torch.Tensor, divisor: float) -> torch.Tensor:
 
 
 def _quantize_symmetric(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
-    absmax = _nan_ignoring(x.abs(), float("-inf")).amax(dim=-1)
+    absmax = _replace_nan(x.abs(), float("-inf")).amax(dim=-1)
     scale = _stored_scale(absmax, fmt.scale_divisor)
     inv = torch.ones_like(scale) / scale
     y = x * inv.unsqueeze(-1)
     if fmt.kv_cache_dtype == INT8_PER_TOKEN_HEAD:
         q = _round_half_away(y)
         # tl.clamp(q, -128, 127) lowers to maxnum/minnum: NaN becomes the lower bound.
-        lo = _full(q, fmt.code_min)
-        q = torch.where(torch.isnan(q), lo, torch.clamp(q, fmt.code_min, fmt.code_max))
+        q = torch.clamp(_replace_nan(q, fmt.code_min), fmt.code_min, fmt.code_max)
         codes = q.to(torch.int8)
     else:
         # tl.clamp(y, -448, 448) is min.xorsign.abs(y, 448) on sm90: NaN (the positive canonical
         # NaN of the multiply) becomes +448; -0.0 keeps its sign. The store rounds to nearest even.
-        hi = _full(y, fmt.code_max)
-        q = torch.where(torch.isnan(y), hi, torch.clamp(y, fmt.code_min, fmt.code_max))
+        q = torch.clamp(_replace_nan(y, fmt.code_max), fmt.code_min, fmt.code_max)
         codes = q.to(torch.float8_e4m3fn).view(torch.uint8)
     return PerTokenHeadQuantized(fmt, x.shape[-1], codes, scale)
 
 
 def _quantize_int4(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
-    low = _nan_ignoring(x, float("inf")).amin(dim=-1)
-    high = _nan_ignoring(x, float("-inf")).amax(dim=-1)
+    low = _replace_nan(x, float("inf")).amin(dim=-1)
+    high = _replace_nan(x, float("-inf")).amax(dim=-1)
     scale = _stored_scale(high - low, fmt.scale_divisor)
     # zp: -min / s (a division, not the reciprocal), rounded half away; the int32 conversion
     # saturates and turns NaN into 0, then clamp to [0, 15].
     zp = _round_half_away(-low / scale)
-    zp = torch.clamp(torch.where(torch.isnan(zp), torch.zeros_like(zp), zp), 0.0, 15.0)
+    zp = torch.clamp(_replace_nan(zp, 0.0), 0.0, 15.0)
     inv = torch.ones_like(scale) / scale
     y = x * inv.unsqueeze(-1) + zp.unsqueeze(-1)
     q = _round_half_away(y)
-    q = torch.clamp(torch.where(torch.isnan(q), torch.zeros_like(q), q), 0.0, 15.0)
+    q = torch.clamp(_replace_nan(q, 0.0), 0.0, 15.0)
     q8 = q.to(torch.uint8)
     codes = q8[..., 0::2] | (q8[..., 1::2] << 4)
     bits = (scale.view(torch.int32) & ~_LOW_NIBBLE) | zp.to(torch.int32)

@@ -75,15 +75,14 @@ def nvfp4_roundtrip(global_scale: float, kv_cache_dtype: str = "nvfp4") -> Round
     """NVFP4 (``nvfp4``, ``nvfp4_4over6``): e2m1 codes with an e4m3 scale per 16 values, the
     checkpoint scale as the global dequantization scale (``kvscale.kernel.nvfp4``, vLLM's SM100
     write; the hardware reciprocal's 1-ulp ambiguity is not tracked here: statistics only)."""
-    from kvscale.kernel.nvfp4 import dequantize_nvfp4, quantize_nvfp4
+    from kvscale.kernel.nvfp4 import nvfp4_read_back
 
     def roundtrip(x: torch.Tensor) -> torch.Tensor:
         # The NVFP4 writes take bf16/fp16 only; a float32 model is served in bf16 (vLLM's
         # _resolve_auto_dtype), so that is what its cache write receives.
         if x.dtype == torch.float32:
             x = x.to(torch.bfloat16)
-        q = quantize_nvfp4(x, global_scale, kv_cache_dtype, track_ambiguity=False)
-        return dequantize_nvfp4(q.data, q.scales, global_scale).to(x.device)
+        return nvfp4_read_back(x, global_scale, kv_cache_dtype).to(x.device)
 
     return roundtrip
 

@@ -104,6 +104,48 @@ def test_e2m1_magnitude_code_at_every_float32_neighbour_of_the_boundaries() -> N
     assert N._e2m1_magnitude_code(torch.tensor([NAN])).tolist() == [7]
 
 
+def test_e2m1_magnitude_of_every_bf16_and_fp16_value() -> None:
+    """The rounding by adding and subtracting a power of two (``_e2m1_magnitude``) against the
+    thresholds written out, for each of the 2 x 65,536 half-precision bit patterns as float32
+    (NaN -> 6, inf -> 6)."""
+    patterns = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    magnitudes = torch.tensor(N.E2M1_MAGNITUDES)
+    for dtype in (torch.bfloat16, torch.float16):
+        a = patterns.view(dtype).float().abs()
+        want = [7 if math.isnan(v) else _vllm_e2m1_index(v) for v in a.tolist()]
+        got = N._e2m1_magnitude(a)
+        assert torch.equal(got, magnitudes[want]), dtype
+        assert N._magnitude_code(got).tolist() == want
+
+
+def test_read_back_is_the_decoded_bytes() -> None:
+    """``nvfp4_read_back`` (the values, no bytes) equals ``dequantize_nvfp4`` of
+    ``quantize_nvfp4``'s bytes bit for bit: stress values of each kind, both dtypes and
+    variants, global scales from tiny (output scales that flush or overflow) to large, and a
+    head of special values (NaN of both signs, infinities, signed zeros, subnormals)."""
+    specials = torch.tensor(
+        [NAN, -NAN, INF, -INF, 0.0, -0.0, 1e-40, -1e-40, 3e38, -3e38, 0.25, -0.25, 5.0, -5.0,
+         6.0, -7.0] * 4,
+        dtype=torch.float32,
+    )  # fmt: skip
+    g = torch.Generator().manual_seed(7)
+    checked = 0
+    for dtype in (torch.bfloat16, torch.float16):
+        for kind in N.NVFP4_STRESS_KINDS:
+            x = N.make_nvfp4_stress_values((40, 2, 64), kind=kind, dtype=dtype, generator=g)
+            x = torch.cat([x, specials.to(dtype).reshape(1, 1, 64).expand(1, 2, 64)])
+            for variant in N.NVFP4_KV_CACHE_DTYPES:
+                for k in (1e-30, 0.003, 1.0, 250.0):
+                    q = quantize_nvfp4(x, k, variant, track_ambiguity=False)
+                    want = dequantize_nvfp4(q.data, q.scales, k)
+                    got = N.nvfp4_read_back(x, k, variant)
+                    assert got.shape == x.shape
+                    case = (dtype, kind, variant, k)
+                    assert torch.equal(got.view(torch.int32), want.view(torch.int32)), case
+                    checked += 1
+    assert checked == 2 * len(N.NVFP4_STRESS_KINDS) * 2 * 4
+
+
 def test_nibble_order_even_element_low() -> None:
     """cvt.rn.satfinite.e2m1x2.f32 d, a, b puts b in the low nibble; vLLM passes (odd, even)."""
     assert write(group(6)) == (padded(0x07), 0x38, False)

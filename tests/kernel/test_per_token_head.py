@@ -53,6 +53,23 @@ def codes(q: PerTokenHeadQuantized) -> list[int]:
 # --- int8 ------------------------------------------------------------------------------------
 
 
+def test_round_half_away_is_the_kernels_where_and_trunc() -> None:
+    """The rounding as floor(|y| + 0.5) with y's sign against the kernels' own
+    ``trunc(where(y >= 0, y + 0.5, y - 0.5))``, bit for bit (signed zeros, NaN), on every bf16
+    value and on each of them plus one float32 ulp either side (the ties of every binade)."""
+    from kvscale.kernel import per_token_head as P
+
+    y = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    y = y.float()
+    y = torch.cat([y, torch.nextafter(y, y.new_full((), INF)), torch.nextafter(y, -y.abs())])
+    want = torch.trunc(torch.where(y >= 0, y + 0.5, y - 0.5))
+    got = P._round_half_away(y)
+    nan = torch.isnan(want)
+    assert torch.equal(torch.isnan(got), nan)
+    assert torch.equal(got[~nan].view(torch.int32), want[~nan].view(torch.int32))
+    assert P._round_half_away(f32([-0.0])).view(torch.int32).tolist() == [0]  # +0.0
+
+
 def test_int8_rounds_ties_away_from_zero_at_scale_one() -> None:
     # absmax 127 -> s = 127 / 127 = 1.0 exactly, 1/s = 1: y = x, q = trunc(y +- 0.5).
     q = quantize_per_token_head(
