@@ -1,4 +1,4 @@
-"""Two parts of what ``kvscale plan`` (and ``verify --data``) does per candidate, side by side.
+"""Parts of what ``kvscale plan`` (and ``verify --data``) does per candidate, side by side.
 
 Each pair computes the same values two ways; the script checks that they are equal bit for bit,
 times them ``--runs`` times, interleaved, and prints medians and the ratio old / new:
@@ -16,6 +16,15 @@ times them ``--runs`` times, interleaved, and prints medians and the ratio old /
   ``exact_all``: the compiled float32 reconstruction error emulated for every block
   (``_reconstruction_error``, both sides); ``screened``: ``_four_is_smaller`` (float64
   estimates, the emulation only where they are too close to decide).
+* ``e2m1``: the nearest e2m1 magnitude of ``|x * os|`` for such a tensor: ``counted``, one
+  comparison per rounding boundary and a table lookup (the writer before stop 30);
+  ``added``, ``kvscale.kernel.nvfp4._e2m1_magnitude`` (add and subtract a power of two).
+* ``nvfp4_read`` / ``4over6_read``: what the cache gives back for such a tensor (bf16, global
+  scale from its max): ``bytes``, ``dequantize_nvfp4(quantize_nvfp4(...))``; ``values``,
+  ``nvfp4_read_back`` (no packing or decoding).
+* ``round_half``: the per-token-head kernels' rounding of a ``--tokens`` x ``--heads`` x
+  ``--head-size`` float32 tensor: ``where_trunc``, ``trunc(where(y >= 0, y + 0.5, y - 0.5))``
+  as the kernels write it; ``floor``, ``kvscale.kernel.per_token_head._round_half_away``.
 
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py                   # SmolLM2's shapes
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py --runs 31 --threads 1
@@ -33,6 +42,7 @@ from collections.abc import Callable
 import torch
 
 from kvscale.kernel import nvfp4 as N
+from kvscale.kernel import per_token_head as P
 from kvscale.model.evaluate import KL_CHUNK, _chunk_positions, _log_softmax_float32, _Reference
 
 
@@ -117,6 +127,67 @@ def four_over_six_pair(tokens: int, heads: int, head_size: int, runs: int) -> No
     side_by_side("4over6", exact_all, screened, runs)
 
 
+def _heavy_tailed(tokens: int, heads: int, head_size: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(tokens, heads, head_size, generator=g)
+    return (x * torch.exp(torch.randn(x.shape, generator=g))).to(torch.bfloat16)
+
+
+def e2m1_pair(tokens: int, heads: int, head_size: int, runs: int) -> None:
+    x = _heavy_tailed(tokens, heads, head_size, 2).float()
+    a = (x / x.abs().amax() * 6).abs().reshape(-1, N.SF_VEC_SIZE)
+    # vLLM's round_to_nearest_e2m1 boundaries, a boundary owned by the upper code stored as the
+    # float32 just below it: the code is the count of boundaries strictly below |y|.
+    below = [float(torch.nextafter(torch.tensor(b), torch.tensor(0.0))) for b in (0.75, 1.75, 3.5)]
+    boundaries = (0.25, below[0], 1.25, below[1], 2.5, below[2], 5.0)
+    table = torch.tensor(N.E2M1_MAGNITUDES)
+
+    def counted() -> torch.Tensor:
+        code = torch.zeros(a.shape, dtype=torch.uint8)
+        for b in boundaries:
+            code += a > b
+        code = torch.where(torch.isnan(a), torch.tensor(7, dtype=torch.uint8), code)
+        return table[code.long()]
+
+    def added() -> torch.Tensor:
+        return N._e2m1_magnitude(a)
+
+    if not torch.equal(counted(), added()):
+        raise SystemExit("e2m1: the two roundings differ")
+    side_by_side("e2m1", counted, added, runs)
+
+
+def read_back_pairs(tokens: int, heads: int, head_size: int, runs: int) -> None:
+    x = _heavy_tailed(tokens, heads, head_size, 3)
+    k = float(x.float().abs().amax()) / (448 * 6)
+    for variant, name in (("nvfp4", "nvfp4_read"), ("nvfp4_4over6", "4over6_read")):
+
+        def through_bytes(variant: str = variant) -> torch.Tensor:
+            q = N.quantize_nvfp4(x, k, variant, track_ambiguity=False)
+            return N.dequantize_nvfp4(q.data, q.scales, k)
+
+        def values(variant: str = variant) -> torch.Tensor:
+            return N.nvfp4_read_back(x, k, variant)
+
+        if not torch.equal(through_bytes().view(torch.int32), values().view(torch.int32)):
+            raise SystemExit(f"{variant}: the read-back differs from the decoded bytes")
+        side_by_side(name, through_bytes, values, runs)
+
+
+def round_half_pair(tokens: int, heads: int, head_size: int, runs: int) -> None:
+    y = _heavy_tailed(tokens, heads, head_size, 4).float() * 40
+
+    def where_trunc() -> torch.Tensor:
+        return torch.trunc(torch.where(y >= 0, y + 0.5, y - 0.5))
+
+    def floor() -> torch.Tensor:
+        return P._round_half_away(y)
+
+    if not torch.equal(where_trunc().view(torch.int32), floor().view(torch.int32)):
+        raise SystemExit("round_half: the two roundings differ")
+    side_by_side("round_half", where_trunc, floor, runs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -132,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     log_softmax_pair(args.vocab, args.runs)
     kl_chunks_pair(args.vocab, args.tokens, args.runs)
     four_over_six_pair(args.tokens, args.heads, args.head_size, args.runs)
+    e2m1_pair(args.tokens, args.heads, args.head_size, args.runs)
+    read_back_pairs(args.tokens, args.heads, args.head_size, args.runs)
+    round_half_pair(args.tokens, args.heads, args.head_size, args.runs)
     return 0
 
 

@@ -22,5 +22,13 @@ def test_small_run_prints_every_pair(capsys: pytest.CaptureFixture[str]) -> None
     argv = ["--runs", "1", "--vocab", "1000", "--tokens", "64", "--heads", "2"]
     assert bench.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[1:]] == ["log_softmax", "kl_chunks", "4over6"]
+    assert [line.split()[0] for line in lines[1:]] == [
+        "log_softmax",
+        "kl_chunks",
+        "4over6",
+        "e2m1",
+        "nvfp4_read",
+        "4over6_read",
+        "round_half",
+    ]
     assert all(re.search(r"old/new +\d+\.\d\dx$", line) for line in lines[1:])

@@ -6,6 +6,7 @@ widths, a latent of another width than the config's.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from support.cli import CliRunner  # noqa: E402
 from support.models import random_samples  # noqa: E402
 
 from kvscale.cli import app  # noqa: E402
+from kvscale.model.hook import cache_kwarg_name  # noqa: E402
 from kvscale.model.load import (  # noqa: E402
     AttentionLayer,
     LatentRow,
@@ -83,15 +85,17 @@ def _caching_expanded_kv(attention_class: Any) -> Callable[..., Any]:
     itself (5.14.0 ``modeling_deepseek_v3.py`` line 449). The probe under the real 5.14.0 wheel
     gives the message the next test expects, with that version in it."""
     latent_forward = attention_class.forward
+    # The attention's cache argument: ``cache`` in transformers 5.24, ``past_key_values`` in 5.17.
+    name = "cache" if "cache" in inspect.signature(latent_forward).parameters else "past_key_values"
 
     def forward(
         self: Any,
         hidden_states: Any,
         position_embeddings: Any,
         attention_mask: Any,
-        cache: Any = None,
         **kwargs: Any,
     ) -> Any:
+        cache = kwargs.pop(name, None)
         expand = type(self).expand_kv
 
         def expand_then_cache(kv_nope: Any, k_rot: Any) -> Any:
@@ -102,8 +106,9 @@ def _caching_expanded_kv(attention_class: Any) -> Callable[..., Any]:
 
         self.expand_kv = expand_then_cache
         try:
+            kwargs[name] = None
             return latent_forward(
-                self, hidden_states, position_embeddings, attention_mask, cache=None, **kwargs
+                self, hidden_states, position_embeddings, attention_mask, **kwargs
             )
         finally:
             del self.expand_kv
@@ -135,7 +140,7 @@ def test_expand_then_cache_shim_caches_the_expanded_kv(
     with torch.inference_mode():
         deepseek_v3.model(
             torch.tensor([random_samples((5,))[0]]),
-            cache=Recorder(config=deepseek_v3.model.config),
+            **{cache_kwarg_name(deepseek_v3.model): Recorder(config=deepseek_v3.model.config)},
         )
     assert seen == [(1, 4, 5, 32, 1, 4, 5, 16)] * 3
 
