@@ -126,7 +126,6 @@ to 8, the even mantissa); below it rounding reaches 6 as it would in a wider for
 E4M3_MAX = 448.0
 E4M3_MAX_BYTE = 0x7E
 E4M3_NAN_BYTE = 0x7F
-E2M1_NAN_CODE = 0x7
 
 RCP_SIX_BITS = 0x3E2AAAAB
 RCP_SIX: float = struct.unpack("<f", struct.pack("<I", RCP_SIX_BITS))[0]
@@ -478,20 +477,6 @@ def _four_is_smaller(
     return use4
 
 
-@dataclass(frozen=True)
-class _Groups:
-    scale_bits: torch.Tensor  # uint8 [N]: e4m3 block scales
-    scale: torch.Tensor  # float32 [N]: their values
-    output_scale: torch.Tensor  # float32 [N]: os (model)
-    scaled: torch.Tensor  # float32 [N, 16]: x * os
-    magnitude: torch.Tensor  # float32 [N, 16]: e2m1 magnitudes of scaled
-    ambiguous: torch.Tensor  # bool [N]
-
-    def codes(self) -> torch.Tensor:
-        """uint8 [N, 16]: the e2m1 codes."""
-        return _with_sign(_magnitude_code(self.magnitude), self.scaled)
-
-
 def _unstable_codes(
     x: torch.Tensor, sf: torch.Tensor, rcp_g: list[torch.Tensor], codes: torch.Tensor
 ) -> torch.Tensor:
@@ -551,10 +536,10 @@ def _enumerate_4over6(
 
 @dataclass(frozen=True)
 class _Side:
-    """Groups at one block-scale divisor (6; ``nvfp4_4over6`` also tries 4): the e4m3 block
-    scale, the output scale ``os`` (model reciprocals), the values the e2m1 conversion sees
-    (``x * os``) and their e2m1 magnitudes, rounded once for the error, the codes and the
-    values read back."""
+    """Groups at one block-scale divisor (6; ``nvfp4_4over6`` also tries 4, then keeps one side
+    per block in a ``_Side`` of its own): the e4m3 block scale, the output scale ``os`` (model
+    reciprocals), the values the e2m1 conversion sees (``x * os``) and their e2m1 magnitudes,
+    rounded once for the error, the codes and the values read back."""
 
     scale_bits: torch.Tensor  # uint8 [N]
     scale: torch.Tensor  # float32 [N]: the block scale's value
@@ -587,19 +572,15 @@ def _side(
 
 def _quantize_groups(
     x: torch.Tensor, global_scale: torch.Tensor, four_over_six: bool, track: bool
-) -> _Groups:
-    """Quantize float32 groups ``x [N, 16]`` exactly as the kernel does (see module docstring)."""
+) -> tuple[_Side, torch.Tensor]:
+    """Quantize float32 groups ``x [N, 16]`` exactly as the kernel does (see module docstring):
+    the side each block keeps (4over6: 6 or 4 per block) and which blocks are ambiguous (bool
+    [N], all False without ``track``)."""
     n = x.shape[0]
     if n == 0:
-        no_values = torch.zeros(0, SF_VEC_SIZE)
-        return _Groups(
-            torch.zeros(0, dtype=torch.uint8),
-            torch.zeros(0),
-            torch.zeros(0),
-            no_values,
-            no_values,
-            torch.zeros(0, dtype=torch.bool),
-        )
+        no_blocks, no_values = torch.zeros(0), torch.zeros(0, SF_VEC_SIZE)
+        empty = _Side(torch.zeros(0, dtype=torch.uint8), no_blocks, no_blocks, no_values, no_values)
+        return empty, torch.zeros(0, dtype=torch.bool)
     g = torch.reciprocal(global_scale.to(torch.float32).reshape(()))  # IEEE 1.0f / k_scale
     absx = x.abs()
     # A NaN element is skipped; a group of NaNs gives NaN: its max over -inf is -inf, which no
@@ -614,9 +595,7 @@ def _quantize_groups(
             if track
             else torch.zeros(n, dtype=torch.bool)
         )
-        return _Groups(
-            six.scale_bits, six.scale, six.output_scale, six.scaled, six.magnitude, ambiguous
-        )
+        return six, ambiguous
     four = _side(x, m, RCP_FOUR, g, rcp_g[0])
     terms6, terms4 = six.error_terms(), four.error_terms()
     if track:
@@ -626,14 +605,14 @@ def _quantize_groups(
         use4 = _four_is_smaller(x, terms6, terms4)
     os6, os4 = six.output_scale, four.output_scale
     use4_rows = use4[:, None]
-    chosen = _Groups(
+    chosen = _Side(
         torch.where(use4, four.scale_bits, six.scale_bits),
         torch.where(use4, four.scale, six.scale),
         torch.where(use4, os4, os6),
         torch.where(use4_rows, four.scaled, six.scaled),
         torch.where(use4_rows, four.magnitude, six.magnitude),
-        torch.zeros(n, dtype=torch.bool),
     )
+    ambiguous = torch.zeros(n, dtype=torch.bool)
     if track:
         codes6, codes4 = six.codes(), four.codes()
         codes = chosen.codes()
@@ -657,8 +636,7 @@ def _quantize_groups(
             ambiguous[rest] = _enumerate_4over6(
                 x[rest], [six.scale[rest], four.scale[rest]], use4[rest], codes[rest], rcp_g
             )
-        chosen = replace(chosen, ambiguous=ambiguous)
-    return chosen
+    return chosen, ambiguous
 
 
 def _pack(codes: torch.Tensor) -> torch.Tensor:
@@ -711,9 +689,9 @@ class NVFP4Quantized:
 
 def _quantized_groups(
     x: torch.Tensor, global_scale: torch.Tensor | float, kv_cache_dtype: str, track: bool
-) -> tuple[_Groups, torch.Tensor]:
-    """``x [..., head_size]`` checked and quantized per group of 16 on the CPU; with the global
-    scale as a float32 tensor."""
+) -> tuple[_Side, torch.Tensor, torch.Tensor]:
+    """``x [..., head_size]`` checked and quantized per group of 16 on the CPU: the kept side,
+    the ambiguous blocks and the global scale as a float32 tensor."""
     four_over_six = _check_variant(kv_cache_dtype)
     if x.dtype not in _HALF_DTYPES:
         raise NVFP4ArgumentError(
@@ -725,7 +703,7 @@ def _quantized_groups(
     _check_head_size(x.shape[-1])
     scale = _scale_tensor("global_scale", global_scale)
     xf = x.detach().to("cpu", torch.float32).reshape(-1, SF_VEC_SIZE)
-    return _quantize_groups(xf, scale, four_over_six, track), scale
+    return (*_quantize_groups(xf, scale, four_over_six, track), scale)
 
 
 def quantize_nvfp4(
@@ -738,15 +716,15 @@ def quantize_nvfp4(
     """Quantize ``x [..., head_size]`` (bf16/fp16, any device) with the checkpoint scale
     ``global_scale`` (k_scale or v_scale: dequantization multiplies by it) as vLLM 0.33.0's
     write does. Computed on the CPU."""
-    q, _ = _quantized_groups(x, global_scale, kv_cache_dtype, track_ambiguity)
+    kept, ambiguous, _ = _quantized_groups(x, global_scale, kv_cache_dtype, track_ambiguity)
     lead = x.shape[:-1]
     head_size = x.shape[-1]
     groups = head_size // SF_VEC_SIZE
     return NVFP4Quantized(
-        data=_pack(q.codes()).reshape(*lead, head_size // 2),
-        scales=q.scale_bits.reshape(*lead, groups),
-        ambiguous=q.ambiguous.reshape(*lead, groups),
-        scaled=q.scaled.reshape(*lead, head_size),
+        data=_pack(kept.codes()).reshape(*lead, head_size // 2),
+        scales=kept.scale_bits.reshape(*lead, groups),
+        ambiguous=ambiguous.reshape(*lead, groups),
+        scaled=kept.scaled.reshape(*lead, head_size),
     )
 
 
@@ -770,9 +748,9 @@ def nvfp4_read_back(
     bytes (float32, ``x``'s shape, on the CPU; ambiguity not tracked), computed from the e2m1
     values without packing and decoding codes (2.5x faster for ``nvfp4`` on SmolLM2's K/V; the
     same bits, tested). ``verify --data`` and ``plan`` read the cache through it."""
-    q, k = _quantized_groups(x, global_scale, kv_cache_dtype, False)
-    values = _stored_values(q.magnitude, q.scaled)
-    return ((values * q.scale[:, None]) * k).reshape(x.shape)
+    kept, _, k = _quantized_groups(x, global_scale, kv_cache_dtype, False)
+    values = _stored_values(kept.magnitude, kept.scaled)
+    return ((values * kept.scale[:, None]) * k).reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------
