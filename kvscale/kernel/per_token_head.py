@@ -59,8 +59,8 @@ from typing import Literal
 
 import torch
 
-from kvscale.kernel.formats import UnknownKVCacheDtypeError, resolve_kv_cache_dtype
-from kvscale.kernel.reference import CacheWriteArgumentError
+from kvscale.kernel.formats import E4M3FN, UnknownKVCacheDtypeError, resolve_kv_cache_dtype
+from kvscale.kernel.reference import CacheWriteArgumentError, fp8_round
 
 __all__ = [
     "FP8_PER_TOKEN_HEAD",
@@ -85,6 +85,7 @@ __all__ = [
     "per_token_head_cache_views",
     "per_token_head_format",
     "per_token_head_layout",
+    "per_token_head_read_back",
     "quantize_per_token_head",
     "random_hadamard_transform",
     "read_per_token_head_cache",
@@ -426,7 +427,9 @@ def _round_half_away(y: torch.Tensor) -> torch.Tensor:
     # The same sums and their truncation, as floor(|y| + 0.5) with y's sign (y - 0.5 is
     # -(|y| + 0.5) exactly); y + 0.0 gives -0.0 the + of the y >= 0 branch. The CPU's trunc and
     # where are not vectorized (100 and 55 us per 100k values, against 6 for floor).
-    return torch.copysign(torch.floor(y.abs() + 0.5), y + 0.0)
+    # In place on its own temporaries: each fresh 100k-value tensor costs its page faults.
+    sign = y + 0.0
+    return y.abs().add_(0.5).floor_().copysign_(sign)
 
 
 def _replace_nan(values: torch.Tensor, fill: float) -> torch.Tensor:
@@ -434,30 +437,47 @@ def _replace_nan(values: torch.Tensor, fill: float) -> torch.Tensor:
     return values.nan_to_num(nan=fill, posinf=math.inf, neginf=-math.inf)
 
 
+def _replace_nan_(values: torch.Tensor, fill: float) -> torch.Tensor:
+    """``_replace_nan`` in place, for a tensor the caller owns."""
+    return values.nan_to_num_(nan=fill, posinf=math.inf, neginf=-math.inf)
+
+
 def _stored_scale(range_: torch.Tensor, divisor: float) -> torch.Tensor:
     # tl.maximum(range / divisor, 1e-6): maxnum, so a NaN quotient gives the floor.
     return torch.fmax(range_ / _full(range_, divisor), _full(range_, SCALE_FLOOR))
 
 
-def _quantize_symmetric(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
-    absmax = _replace_nan(x.abs(), float("-inf")).amax(dim=-1)
+def _symmetric_levels(
+    x: torch.Tensor, fmt: PerTokenHeadFormat
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """int8 / fp8: (the values the store converts, float32; the stored scale per vector)."""
+    absmax = _replace_nan_(x.abs(), float("-inf")).amax(dim=-1)
     scale = _stored_scale(absmax, fmt.scale_divisor)
     inv = torch.ones_like(scale) / scale
     y = x * inv.unsqueeze(-1)
     if fmt.kv_cache_dtype == INT8_PER_TOKEN_HEAD:
         q = _round_half_away(y)
         # tl.clamp(q, -128, 127) lowers to maxnum/minnum: NaN becomes the lower bound.
-        q = torch.clamp(_replace_nan(q, fmt.code_min), fmt.code_min, fmt.code_max)
+        return _replace_nan_(q, fmt.code_min).clamp_(fmt.code_min, fmt.code_max), scale
+    # tl.clamp(y, -448, 448) is min.xorsign.abs(y, 448) on sm90: NaN (the positive canonical
+    # NaN of the multiply) becomes +448; -0.0 keeps its sign. The store rounds to nearest even.
+    return _replace_nan_(y, fmt.code_max).clamp_(fmt.code_min, fmt.code_max), scale
+
+
+def _quantize_symmetric(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
+    q, scale = _symmetric_levels(x, fmt)
+    if fmt.kv_cache_dtype == INT8_PER_TOKEN_HEAD:
         codes = q.to(torch.int8)
     else:
-        # tl.clamp(y, -448, 448) is min.xorsign.abs(y, 448) on sm90: NaN (the positive canonical
-        # NaN of the multiply) becomes +448; -0.0 keeps its sign. The store rounds to nearest even.
-        q = torch.clamp(_replace_nan(y, fmt.code_max), fmt.code_min, fmt.code_max)
         codes = q.to(torch.float8_e4m3fn).view(torch.uint8)
     return PerTokenHeadQuantized(fmt, x.shape[-1], codes, scale)
 
 
-def _quantize_int4(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
+def _int4_levels(
+    x: torch.Tensor, fmt: PerTokenHeadFormat
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """int4 (``x`` already rotated): (the codes as float32 integers 0..15, the zero points
+    likewise, the scale per vector before the zero point goes into its low bits)."""
     low = _replace_nan(x, float("inf")).amin(dim=-1)
     high = _replace_nan(x, float("-inf")).amax(dim=-1)
     scale = _stored_scale(high - low, fmt.scale_divisor)
@@ -466,9 +486,13 @@ def _quantize_int4(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuan
     zp = _round_half_away(-low / scale)
     zp = torch.clamp(_replace_nan(zp, 0.0), 0.0, 15.0)
     inv = torch.ones_like(scale) / scale
-    y = x * inv.unsqueeze(-1) + zp.unsqueeze(-1)
+    y = (x * inv.unsqueeze(-1)).add_(zp.unsqueeze(-1))
     q = _round_half_away(y)
-    q = torch.clamp(_replace_nan(q, 0.0), 0.0, 15.0)
+    return _replace_nan_(q, 0.0).clamp_(0.0, 15.0), zp, scale
+
+
+def _quantize_int4(x: torch.Tensor, fmt: PerTokenHeadFormat) -> PerTokenHeadQuantized:
+    q, zp, scale = _int4_levels(x, fmt)
     q8 = q.to(torch.uint8)
     codes = q8[..., 0::2] | (q8[..., 1::2] << 4)
     bits = (scale.view(torch.int32) & ~_LOW_NIBBLE) | zp.to(torch.int32)
@@ -537,6 +561,31 @@ def dequantize_per_token_head(
         return rotated
     block = rht_block_size(quantized.head_size)
     return random_hadamard_transform(rotated, inverse=True) / _full(rotated, float(block))
+
+
+def per_token_head_read_back(x: torch.Tensor, kv_cache_dtype: str) -> torch.Tensor:
+    """``dequantize_per_token_head(quantize_per_token_head(x, kv_cache_dtype))``, float32, from
+    the values the store converts, without codes: int8's code is its clamped integer, fp8's the
+    nearest e4m3fn value (``fp8_round``), int4's the integer before packing (``+ 0.0``: a -0.0
+    integer stores as code 0, which reads +0.0). The per-candidate read of ``plan`` and
+    ``verify --data``; tested bit for bit against the codes' read."""
+    fmt = per_token_head_format(kv_cache_dtype)
+    _check_values(x, "x")
+    _check_head_size(fmt, x.shape[-1])
+    if fmt.rotated:
+        rotated = random_hadamard_transform(x).to(x.dtype).to(torch.float32)
+        q, zp, scale = _int4_levels(rotated, fmt)
+        read_scale = (scale.view(torch.int32) & ~_LOW_NIBBLE).view(torch.float32)
+        values = q.add_(0.0).sub_(zp.add_(0.0).unsqueeze(-1)).mul_(read_scale.unsqueeze(-1))
+        # The block is a power of two: dividing by it is exact, however a device divides.
+        block = rht_block_size(x.shape[-1])
+        return random_hadamard_transform(values, inverse=True).div_(float(block))
+    q, scale = _symmetric_levels(x.to(torch.float32), fmt)
+    if fmt.kv_cache_dtype == INT8_PER_TOKEN_HEAD:
+        q.add_(0.0)
+    else:
+        q = fp8_round(q, E4M3FN)
+    return q * scale.unsqueeze(-1)
 
 
 # --- the paged cache -------------------------------------------------------------------------

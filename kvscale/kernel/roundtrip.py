@@ -16,7 +16,7 @@ import torch
 from kvscale.cache_formats import CacheFormat, ScaleUse
 from kvscale.kernel.formats import FP8Format, resolve_kv_cache_dtype
 from kvscale.kernel.mla import dequantize_mla, reference_concat_and_cache_mla, vllm_mla_skip_scale
-from kvscale.kernel.reference import quantize_to_bits
+from kvscale.kernel.reference import fp8_read_back
 
 Roundtrip = Callable[[torch.Tensor], torch.Tensor]
 MLAWriteFn = Callable[
@@ -38,8 +38,15 @@ def fp8_roundtrip(
     scale: torch.Tensor, fmt: FP8Format, quantize: QuantizeFn | None = None
 ) -> Roundtrip:
     """FP8 per tensor (or per head): ``fp8(x / scale) * scale`` in float32, vLLM's attention-side
-    dequantization; ``quantize`` defaults to the reference write."""
-    write = quantize or (lambda x, s: quantize_to_bits(x, s, fmt))
+    dequantization; through ``quantize``'s bytes when given, else the reference's values
+    (``fp8_read_back``: what its bytes read back as, without writing them)."""
+    if quantize is None:
+
+        def read_back(x: torch.Tensor) -> torch.Tensor:
+            return fp8_read_back(x, scale, fmt)
+
+        return read_back
+    write = quantize
     fp8_dtype = getattr(torch, fmt.torch_dtype)
 
     def roundtrip(x: torch.Tensor) -> torch.Tensor:
@@ -58,10 +65,10 @@ def fp8_roundtrip(
 def per_token_head_roundtrip(kv_cache_dtype: str) -> Roundtrip:
     """vLLM's per-token-head formats (``kvscale.kernel.per_token_head``): scales computed from
     each token and head at write time; no checkpoint scale."""
-    from kvscale.kernel.per_token_head import dequantize_per_token_head, quantize_per_token_head
+    from kvscale.kernel.per_token_head import per_token_head_read_back
 
     def roundtrip(x: torch.Tensor) -> torch.Tensor:
-        return dequantize_per_token_head(quantize_per_token_head(x, kv_cache_dtype))
+        return per_token_head_read_back(x, kv_cache_dtype)
 
     return roundtrip
 

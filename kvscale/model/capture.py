@@ -9,8 +9,8 @@ equals taking them in float32. Accumulators stay on the layer's device (no host 
 ``device_map`` splits keep their speed) and are reduced once, on the host, at the end.
 
 Nothing is stored but those accumulators: no activation outlives its attention call. The
-forward pass asks for the last position's logits only (``logits_to_keep=1``, when the model
-takes it), so calibrating costs less than a plain forward pass.
+forward pass asks for the last position's logits only (``logits_to_keep``, when the model takes
+it), so calibrating costs less than a plain forward pass.
 
 Padding (``batch_size > 1``): samples are right-padded and an ``attention_mask`` is passed, so
 real tokens see exactly what they see alone (causal attention never looks right); padded
@@ -223,7 +223,13 @@ def _forward_kwargs(model: Any) -> dict[str, Any]:
     params = inspect.signature(model.forward).parameters
     kwargs: dict[str, Any] = {"use_cache": False}
     if "logits_to_keep" in params:
-        kwargs["logits_to_keep"] = 1
+        # The last position, as a 1-D index tensor rather than the int 1: transformers slices
+        # ``hidden[:, -1:, :]`` for an int (``slice_logits_to_keep``, v5.25), a view whose size-1
+        # batch dim keeps the stride of all positions; torch 2.13's matmul then takes its bmm
+        # path and copies the whole output embedding first (56 MB, 80 ms per sample for
+        # SmolLM2 on the CPU, more than the 2.4 ms of the head itself). The index gives a fresh
+        # [1, 1, hidden] tensor, the same row.
+        kwargs["logits_to_keep"] = torch.tensor([-1])
     return kwargs
 
 

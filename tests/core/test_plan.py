@@ -338,3 +338,9 @@ def test_the_error_meter_sums_squares_of_the_finite_values() -> None:
     ]
     shares = meter.shares(["l", "m"])
     assert shares[1].k_error == 0.0 and shares[0].share == 1.0
+    # The squares are taken in place only in the meter's own tensors: a float32 input (whose
+    # float32 view is itself) and an unquantized round trip (which returns it) stay as given.
+    same = meter.wrap("l", "v", lambda x: x.to(torch.float32))
+    given = torch.tensor([[3.0, -0.5]])
+    assert same(given) is given and given.tolist() == [[3.0, -0.5]]
+    assert meter.sums[("l", "v")] == [0.0, 9.25]

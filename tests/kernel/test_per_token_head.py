@@ -23,6 +23,7 @@ from kvscale.kernel.per_token_head import (
     per_token_head_cache_views,
     per_token_head_format,
     per_token_head_layout,
+    per_token_head_read_back,
     quantize_per_token_head,
     random_hadamard_transform,
     read_per_token_head_cache,
@@ -310,6 +311,67 @@ def test_round_trip_error_is_bounded(kv: str) -> None:
         assert bool((err <= step * (1 + 1e-4)).all())
         rel = float((err.square().mean() / x.square().mean()).sqrt())
         assert 0.02 < rel < 0.2  # int4: a few percent RMS
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shape and float32 bits, a NaN equal to a NaN (a NaN byte reads back as NaN)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(((a.view(torch.int32) == b.view(torch.int32)) | (a.isnan() & b.isnan())).all())
+
+
+def _read_back_inputs(dtype: torch.dtype, head_size: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(head_size)
+    # Magnitudes from 1e-8 to 1e4 per token, so scales hit the floor and small values sit near
+    # every rounding boundary, and -0.0 codes (values rounding to zero from below) occur.
+    x = torch.randn(96, 3, head_size, generator=g) * torch.logspace(-8, 4, 96).reshape(-1, 1, 1)
+    x[0, 0, :6] = f32([NAN, INF, -INF, -0.0, 0.0, -1e-30])
+    x[1, 1] = NAN
+    x[2, 0] = -0.0
+    x[3, 2] = torch.linspace(-0.49, 0.49, head_size)
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("kv", [INT8_PER_TOKEN_HEAD, FP8_PER_TOKEN_HEAD, INT4_PER_TOKEN_HEAD])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("head_size", [64, 96])
+def test_read_back_is_the_codes_read_bit_for_bit(
+    kv: str, dtype: torch.dtype, head_size: int
+) -> None:
+    x = _read_back_inputs(dtype, head_size)
+    # The model's K arrives as a view of [heads, tokens, head_size]-ordered memory: the result's
+    # layout matters too (attention and the error sums read it; their order follows it).
+    for given in (x, x.transpose(0, 1).contiguous().transpose(0, 1)):
+        want = dequantize_per_token_head(quantize_per_token_head(given, kv))
+        got = per_token_head_read_back(given, kv)
+        # The inputs hold values whose codes are -0.0 before the store (int8, int4): they read
+        # back +0.0, and a read-back keeping that sign fails here.
+        assert got.dtype == torch.float32 and _same_bits(got, want)
+        assert got.stride() == want.stride()
+    with pytest.raises(NotPerTokenHeadError):
+        per_token_head_read_back(x, "fp8")
+
+
+def test_walsh_hadamard_is_the_butterfly_in_stage_order() -> None:
+    # Span 1, 2, 4, ... sums computed one stage at a time in float64 from float32 inputs, each
+    # rounded to float32 (every float32 sum is exactly a float64 sum rounded once): the
+    # rounding order of vLLM's torch path, which another order (a matrix product, stages
+    # reversed) does not give bit for bit.
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(40, 2, 64, generator=g) * torch.logspace(-3, 3, 64)
+    signs = rht_signs(64)
+    want = (x * signs).reshape(-1, 64).double()
+    span = 1
+    while span < 64:
+        pairs = want.reshape(-1, 64 // (2 * span), 2, span)
+        low, high = pairs[:, :, 0], pairs[:, :, 1]
+        low32, high32 = low.float().double(), high.float().double()
+        want = torch.stack((low32 + high32, low32 - high32), dim=2).float().double()
+        want = want.reshape(-1, 64)
+        span *= 2
+    got = random_hadamard_transform(x)
+    assert got.shape == x.shape
+    assert torch.equal(got.reshape(-1, 64), want.float())
 
 
 # --- layout ----------------------------------------------------------------------------------

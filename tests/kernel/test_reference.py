@@ -19,7 +19,13 @@ from kvscale.kernel import (
     reference_reshape_and_cache_flash,
 )
 from kvscale.kernel.formats import E4M3FN, E4M3FNUZ, E5M2, FP8Format
-from kvscale.kernel.reference import STRESS_KINDS, make_stress_values, quantize_to_bits
+from kvscale.kernel.reference import (
+    STRESS_KINDS,
+    fp8_read_back,
+    fp8_round,
+    make_stress_values,
+    quantize_to_bits,
+)
 
 NAN = float("nan")
 
@@ -323,3 +329,65 @@ def test_kernel_refuses_fnuz_and_cpu_tensors_without_a_gpu(monkeypatch: pytest.M
         reshape_and_cache_flash(key, value, kc, vc, slots, "fp8_e4m3fnuz", one, one)
     with pytest.raises(CacheWriteArgumentError, match="CUDA tensors"):
         reshape_and_cache_flash(key, value, kc, vc, slots, "fp8", one, one)
+
+
+# --- fp8_round / fp8_read_back: the values without the bytes ---------------------------------
+
+
+def _all_half_values(fmt: FP8Format) -> torch.Tensor:
+    """Every bf16 and fp16 value as float32, and the float32 neighbours of every midpoint
+    between consecutive values of ``fmt`` (the ties and both sides of each), within +-max."""
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    halves = torch.cat([every.view(torch.bfloat16).float(), every.view(torch.float16).float()])
+    grid = torch.tensor(sorted(set(_fp8_values(fmt))), dtype=torch.float64)
+    mids = ((grid[1:] + grid[:-1]) / 2).float()
+    bits = mids.view(torch.int32)
+    near = torch.cat([(bits + d).view(torch.float32) for d in (-1, 0, 1)])
+    values = torch.cat([halves, near, -near])
+    return values[values.isnan() | (values.abs() <= fmt.max_finite)]
+
+
+def _fp8_values(fmt: FP8Format) -> list[float]:
+    dtype = getattr(torch, fmt.torch_dtype)
+    decoded = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).float()
+    return [v for v in decoded.tolist() if math.isfinite(v)]
+
+
+def _same_float_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(((a.view(torch.int32) == b.view(torch.int32)) | (a.isnan() & b.isnan())).all())
+
+
+@pytest.mark.parametrize("fmt", [E4M3FN, E5M2, E4M3FNUZ], ids=lambda f: f.name)
+def test_fp8_round_is_the_cast_for_every_half_value_and_tie(fmt: FP8Format) -> None:
+    # Checked once over every float32 with |y| <= max (2.3e9 values per format, 0 mismatches,
+    # 80 s each); here every bf16/fp16 value (subnormals of both, signed zeros) and each tie.
+    y = _all_half_values(fmt)
+    want = y.to(getattr(torch, fmt.torch_dtype)).float()
+    got = fp8_round(y.clone(), fmt)
+    assert _same_float_bits(got, want)
+    # fnuz has no -0: -0.0 and negative values rounding to zero read +0.0.
+    zero = fp8_round(torch.tensor([-0.0, -fmt.min_subnormal / 4]), fmt)
+    assert zero.view(torch.int32).tolist() == ([0, 0] if fmt is E4M3FNUZ else [-(2**31)] * 2)
+
+
+@pytest.mark.parametrize("fmt", [E4M3FN, E5M2, E4M3FNUZ], ids=lambda f: f.name)
+@pytest.mark.parametrize("kind", STRESS_KINDS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("per_head", [False, True])
+def test_fp8_read_back_is_the_decoded_bytes(
+    fmt: FP8Format, kind: str, dtype: torch.dtype, per_head: bool
+) -> None:
+    g = torch.Generator().manual_seed(3)
+    scale = torch.tensor([0.02, 1.5, 3e-4]) if per_head else torch.tensor([0.37])
+    x = make_stress_values((80, 3, 32), kind=kind, dtype=dtype, scale=scale, fmt=fmt, generator=g)
+    x[0, 0, :4] = torch.tensor([NAN, -NAN, INF, -INF]).to(dtype)
+    s = scale.reshape(-1, 1) if per_head else scale.reshape(())
+    # Also as a view of [heads, tokens, head_size]-ordered memory, as the model's K arrives:
+    # the result keeps the layout the bytes' read has.
+    for values in (x, x.transpose(0, 1).contiguous().transpose(0, 1)):
+        fp8 = getattr(torch, fmt.torch_dtype)
+        want = quantize_to_bits(values, scale, fmt).view(fp8).float() * s
+        got = fp8_read_back(values, scale, fmt)
+        assert _same_float_bits(got, want) and got.stride() == want.stride()

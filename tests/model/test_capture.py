@@ -223,3 +223,30 @@ def test_final_hidden_states_are_the_decoders_output(models: Any, kind: str) -> 
         capture_kv_amax(lm, data, batch_size=2, keep_final_hidden=True)
     with pytest.raises(UsageError, match="no holdout"):
         capture_kv_amax(lm, data, holdout=0.5, keep_final_hidden=True)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma2"])
+def test_forward_asks_for_the_last_positions_logits_as_a_fresh_row(models: Any, kind: str) -> None:
+    from kvscale.model.capture import _forward_kwargs
+
+    lm = models(kind)
+    kwargs = _forward_kwargs(lm.model)
+    ids = torch.tensor([random_samples((11,), seed=3)[0]])
+    seen: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    head = lm.model.get_output_embeddings()
+    hook = head.register_forward_pre_hook(
+        lambda _m, args: seen.append((tuple(args[0].shape), args[0].stride()))
+    )
+    try:
+        with torch.inference_mode():
+            last = lm.model(input_ids=ids, **kwargs).logits
+            full = lm.model(input_ids=ids, use_cache=False).logits
+    finally:
+        hook.remove()
+    hidden = lm.model.config.hidden_size
+    # The head gets one row with the strides of a fresh [1, 1, hidden] tensor: with int 1 the
+    # batch stride is that of all 11 positions, and torch's matmul copies the head's weight.
+    assert seen[0] == ((1, 1, hidden), (hidden, hidden, 1))
+    assert seen[1][0] == (1, 11, hidden)
+    assert last.shape == (1, 1, lm.vocab_size)
+    torch.testing.assert_close(last[0, 0], full[0, -1], rtol=1e-5, atol=1e-6)
