@@ -398,8 +398,11 @@ def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
 def _stored_values(magnitude: torch.Tensor, scaled: torch.Tensor) -> torch.Tensor:
     """The e2m1 values the codes of ``scaled`` encode (``_with_sign``): the magnitude with
     scaled's sign, except NaN, which stores +6."""
-    signed = torch.copysign(magnitude, scaled)
-    return torch.where(torch.isnan(scaled), magnitude, signed)
+    # A NaN's sign source becomes +1 (nan_to_num keeps zeros and infinities, signs included):
+    # the values of where(isnan(scaled), magnitude, copysign(magnitude, scaled)) without the
+    # CPU's where, which torch 2.13 does not vectorize.
+    sign = scaled.nan_to_num(nan=1.0, posinf=math.inf, neginf=-math.inf)
+    return torch.copysign(magnitude, sign, out=sign)
 
 
 def _output_scale(sf: torch.Tensor, rcp_g: torch.Tensor, track: bool) -> list[torch.Tensor]:
@@ -585,7 +588,7 @@ def _quantize_groups(
     absx = x.abs()
     # A NaN element is skipped; a group of NaNs gives NaN: its max over -inf is -inf, which no
     # other group's (>= 0) can be.
-    m = absx.nan_to_num(nan=-math.inf, posinf=math.inf).amax(dim=1)
+    m = absx.nan_to_num_(nan=-math.inf, posinf=math.inf).amax(dim=1)
     m = m.masked_fill_(m == -math.inf, math.nan)
     rcp_g = _rcp_candidates(g, track)
     six = _side(x, m, RCP_SIX, g, rcp_g[0])
@@ -749,8 +752,9 @@ def nvfp4_read_back(
     values without packing and decoding codes (2.5x faster for ``nvfp4`` on SmolLM2's K/V; the
     same bits, tested). ``verify --data`` and ``plan`` read the cache through it."""
     kept, _, k = _quantized_groups(x, global_scale, kv_cache_dtype, False)
+    # In place on the fresh values: the same two roundings as (values * scale) * k.
     values = _stored_values(kept.magnitude, kept.scaled)
-    return ((values * kept.scale[:, None]) * k).reshape(x.shape)
+    return values.mul_(kept.scale[:, None]).mul_(k).reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------
