@@ -25,6 +25,17 @@ times them ``--runs`` times, interleaved, and prints medians and the ratio old /
 * ``round_half``: the per-token-head kernels' rounding of a ``--tokens`` x ``--heads`` x
   ``--head-size`` float32 tensor: ``where_trunc``, ``trunc(where(y >= 0, y + 0.5, y - 0.5))``
   as the kernels write it; ``floor``, ``kvscale.kernel.per_token_head._round_half_away``.
+* ``fp8_read``: what an FP8 per-tensor cache (e4m3fn) gives back for such a bf16 tensor:
+  ``bytes``, ``quantize_to_bits`` then the fp8 -> float32 cast times the scale (the writer
+  before stop 31); ``values``, ``kvscale.kernel.reference.fp8_read_back`` (the e4m3 rounding in
+  float32, no bytes).
+* ``int8_pth_read`` / ``fp8_pth_read`` / ``int4_pth_read``: the per-token-head formats' read:
+  ``codes``, ``dequantize_per_token_head(quantize_per_token_head(...))``; ``values``,
+  ``per_token_head_read_back`` (from the levels, no codes).
+* ``head_slice``: the output embedding (``--vocab`` x ``--hidden``, bf16) of a sample's last
+  position, as ``capture`` asks for it: ``int_slice``, ``hidden[:, -1:, :]`` (transformers'
+  ``logits_to_keep=1``; the size-1 batch dim keeps the stride of every position and torch's
+  matmul copies the weight); ``index``, ``hidden[:, [-1], :]`` (a tensor ``logits_to_keep``).
 
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py                   # SmolLM2's shapes
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py --runs 31 --threads 1
@@ -62,7 +73,7 @@ def side_by_side(
         times["old"].append(_time(old))
         times["new"].append(_time(new))
     o, n = statistics.median(times["old"]), statistics.median(times["new"])
-    print(f"{name:<12} old {o * 1e3:8.3f} ms   new {n * 1e3:8.3f} ms   old/new {o / n:5.2f}x")
+    print(f"{name:<14} old {o * 1e3:8.3f} ms   new {n * 1e3:8.3f} ms   old/new {o / n:5.2f}x")
 
 
 def log_softmax_pair(vocab: int, runs: int) -> None:
@@ -188,6 +199,58 @@ def round_half_pair(tokens: int, heads: int, head_size: int, runs: int) -> None:
     side_by_side("round_half", where_trunc, floor, runs)
 
 
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal float32 bits, a NaN equal to a NaN."""
+    same = (a.view(torch.int32) == b.view(torch.int32)) | (a.isnan() & b.isnan())
+    return a.shape == b.shape and bool(same.all())
+
+
+def read_pairs(tokens: int, heads: int, head_size: int, runs: int) -> None:
+    from kvscale.kernel.formats import E4M3FN
+    from kvscale.kernel.reference import fp8_read_back, quantize_to_bits
+
+    x = _heavy_tailed(tokens, heads, head_size, 5)
+    scale = torch.tensor([float(x.float().abs().amax()) / 448])
+
+    def fp8_bytes() -> torch.Tensor:
+        return quantize_to_bits(x, scale, E4M3FN).view(torch.float8_e4m3fn).float() * scale
+
+    def fp8_values() -> torch.Tensor:
+        return fp8_read_back(x, scale, E4M3FN)
+
+    if not _same_values(fp8_bytes(), fp8_values()):
+        raise SystemExit("fp8_read: the read-back differs from the decoded bytes")
+    side_by_side("fp8_read", fp8_bytes, fp8_values, runs)
+    for dtype in P.PER_TOKEN_HEAD_KV_CACHE_DTYPES:
+
+        def codes(dtype: str = dtype) -> torch.Tensor:
+            return P.dequantize_per_token_head(P.quantize_per_token_head(x, dtype))
+
+        def values(dtype: str = dtype) -> torch.Tensor:
+            return P.per_token_head_read_back(x, dtype)
+
+        if not _same_values(codes(), values()):
+            raise SystemExit(f"{dtype}: the read-back differs from the codes' read")
+        side_by_side(dtype.replace("_per_token_head", "_pth_read"), codes, values, runs)
+
+
+def head_slice_pair(vocab: int, hidden_size: int, tokens: int, runs: int) -> None:
+    g = torch.Generator().manual_seed(6)
+    weight = (torch.randn(vocab, hidden_size, generator=g) * 0.02).to(torch.bfloat16)
+    hidden = torch.randn(1, tokens, hidden_size, generator=g).to(torch.bfloat16)
+    last = torch.tensor([-1])
+
+    def int_slice() -> torch.Tensor:
+        return torch.nn.functional.linear(hidden[:, -1:, :], weight)
+
+    def index() -> torch.Tensor:
+        return torch.nn.functional.linear(hidden[:, last, :], weight)
+
+    if not torch.equal(int_slice(), index()):
+        raise SystemExit("head_slice: the two rows' logits differ")
+    side_by_side("head_slice", int_slice, index, runs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -195,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--heads", type=int, default=3)
     ap.add_argument("--head-size", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=576, help="SmolLM2's by default")
     ap.add_argument("--threads", type=int, default=0, help="torch threads; 0 keeps torch's default")
     args = ap.parse_args(argv)
     if args.threads:
@@ -206,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     e2m1_pair(args.tokens, args.heads, args.head_size, args.runs)
     read_back_pairs(args.tokens, args.heads, args.head_size, args.runs)
     round_half_pair(args.tokens, args.heads, args.head_size, args.runs)
+    read_pairs(args.tokens, args.heads, args.head_size, args.runs)
+    head_slice_pair(args.vocab, args.hidden, args.tokens, args.runs)
     return 0
 
 

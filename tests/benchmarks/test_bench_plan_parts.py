@@ -19,7 +19,7 @@ def test_small_run_prints_every_pair(capsys: pytest.CaptureFixture[str]) -> None
     bench = load_module(
         "kvscale_benchmarks_plan_parts", ROOT / "benchmarks" / "bench_plan_parts.py"
     )
-    argv = ["--runs", "1", "--vocab", "1000", "--tokens", "64", "--heads", "2"]
+    argv = ["--runs", "1", "--vocab", "1000", "--tokens", "64", "--heads", "2", "--hidden", "64"]
     assert bench.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[1:]] == [
@@ -30,5 +30,10 @@ def test_small_run_prints_every_pair(capsys: pytest.CaptureFixture[str]) -> None
         "nvfp4_read",
         "4over6_read",
         "round_half",
+        "fp8_read",
+        "int8_pth_read",
+        "fp8_pth_read",
+        "int4_pth_read",
+        "head_slice",
     ]
     assert all(re.search(r"old/new +\d+\.\d\dx$", line) for line in lines[1:])
