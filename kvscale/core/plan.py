@@ -316,8 +316,8 @@ class _ErrorMeter:
             xf = x.to(torch.float32)
             # Squares in float32 summed in float64: one pass each. Squared in place where the
             # tensor is this function's own (not y, which the model reads, nor x when it is
-            # float32 already): each fresh tensor costs its page faults, and the meter took
-            # twice as long with them (159 against 81 us per 98k values). A sum that is not
+            # float32 already): each fresh tensor can cost its page faults (alone, the meter
+            # took 159 us per 98k values with them, 81 without). A sum that is not
             # finite (a NaN or inf value, or a square past float32's range) is redone over the
             # finite values in float64; the masks cost as much as the model's attention, per
             # candidate.
