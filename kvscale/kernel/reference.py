@@ -14,12 +14,12 @@ refuse the same inputs with the same typed errors.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 
 import torch
 
 from kvscale.errors import UsageError
+from kvscale.floats import f32_bits
 from kvscale.kernel.formats import FP8Format, KVCacheDtype, resolve_kv_cache_dtype
 
 __all__ = [
@@ -172,6 +172,22 @@ def clipped(y: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     return out | (a == fmt.clip_bound) if fmt.clips_at_bound else out
 
 
+def _saturated_quotient(
+    x: torch.Tensor, scale: torch.Tensor, fmt: FP8Format
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``clamp(float32(x) / scale, +-max_finite)`` (a fresh tensor), and the scale as float32
+    on x's device, broadcastable against ``x`` (one element, or one per head)."""
+    xf = x.to(torch.float32)
+    s = scale.to(device=xf.device, dtype=torch.float32).reshape(-1)
+    s = s.reshape(-1, 1) if s.numel() > 1 else s.reshape(())
+    # A true division, not x * (1/scale): the reciprocal is rounded once more and flips
+    # the fp8 rounding of values that land on a tie (rules section 5.3).
+    # cvt.rn.satfinite: anything past the finite max, +-inf included, becomes +-max. torch's own
+    # cast turns out-of-range values into NaN (e4m3fn) or inf (e5m2), hence the clamp first.
+    # clamp() leaves NaN as NaN and keeps the sign of -0.0.
+    return (xf / s).clamp_(-fmt.max_finite, fmt.max_finite), s
+
+
 def quantize_to_bits(x: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """``fp8(float32(x) / scale)`` as uint8 bits, with the GPU's saturation and NaN byte.
 
@@ -179,16 +195,7 @@ def quantize_to_bits(x: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> to
     Computed on x's device; bit-exact against the GPU on the CPU, where torch's division is the
     IEEE one (correctly rounded, subnormals kept).
     """
-    xf = x.to(torch.float32)
-    s = scale.to(device=xf.device, dtype=torch.float32).reshape(-1)
-    s = s.reshape(-1, 1) if s.numel() > 1 else s.reshape(())
-    # A true division, not x * (1/scale): the reciprocal is rounded once more and flips
-    # the fp8 rounding of values that land on a tie (rules section 5.3).
-    y = xf / s
-    # cvt.rn.satfinite: anything past the finite max, +-inf included, becomes +-max. torch's own
-    # cast turns out-of-range values into NaN (e4m3fn) or inf (e5m2), hence the clamp first.
-    # clamp() leaves NaN as NaN and keeps the sign of -0.0.
-    y = y.clamp(-fmt.max_finite, fmt.max_finite)
+    y, _ = _saturated_quotient(x, scale, fmt)
     bits = y.to(_torch_fp8(fmt)).view(torch.uint8)
     # torch keeps the NaN's sign bit (-NaN -> 0xFF); the GPU's cvt writes one canonical NaN byte
     # whatever the sign (measured on an H200, benchmarks/KERNEL_NOTES.md). Match the GPU.
@@ -213,8 +220,8 @@ def fp8_round(y: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     A NaN stays a NaN (of ``y``'s sign: the caller's cast would give the canonical one)."""
     magnitude = y.abs()
     exponent = magnitude.view(torch.int32) & _EXPONENT_MASK
-    lowest = _float32_bits(fmt.min_subnormal * 2.0**fmt.mantissa_bits)
-    highest = _float32_bits(2.0 ** math.floor(math.log2(fmt.max_finite)))
+    lowest = f32_bits(fmt.min_subnormal * 2.0**fmt.mantissa_bits)
+    highest = f32_bits(2.0 ** math.floor(math.log2(fmt.max_finite)))
     # NaN's all-ones exponent is clamped too: its sum below stays NaN.
     exponent.clamp_(lowest, highest).add_((23 - fmt.mantissa_bits) << 23)
     step = exponent.view(torch.float32)
@@ -224,19 +231,12 @@ def fp8_round(y: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     return rounded
 
 
-def _float32_bits(value: float) -> int:
-    return int(struct.unpack("<i", struct.pack("<f", value))[0])
-
-
 def fp8_read_back(x: torch.Tensor, scale: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """What attention reads back from the bytes ``quantize_to_bits(x, scale, fmt)`` writes:
     ``fp8 * scale`` in float32 (vLLM's dequantization), from ``fp8_round`` of the same
     saturated quotient, without the bytes. A NaN input reads back as NaN, as the NaN byte does
     (its sign not canonical: no value depends on it)."""
-    xf = x.to(torch.float32)
-    s = scale.to(device=xf.device, dtype=torch.float32).reshape(-1)
-    s = s.reshape(-1, 1) if s.numel() > 1 else s.reshape(())
-    y = (xf / s).clamp_(-fmt.max_finite, fmt.max_finite)
+    y, s = _saturated_quotient(x, scale, fmt)
     return fp8_round(y, fmt).mul_(s)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from support.tensors import same_float32_bits
 
 from kvscale.errors import ExitCode, UsageError
 from kvscale.kernel.formats import UnknownKVCacheDtypeError
@@ -313,13 +314,6 @@ def test_round_trip_error_is_bounded(kv: str) -> None:
         assert 0.02 < rel < 0.2  # int4: a few percent RMS
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal shape and float32 bits, a NaN equal to a NaN (a NaN byte reads back as NaN)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return bool(((a.view(torch.int32) == b.view(torch.int32)) | (a.isnan() & b.isnan())).all())
-
-
 def _read_back_inputs(dtype: torch.dtype, head_size: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(head_size)
     # Magnitudes from 1e-8 to 1e4 per token, so scales hit the floor and small values sit near
@@ -346,7 +340,7 @@ def test_read_back_is_the_codes_read_bit_for_bit(
         got = per_token_head_read_back(given, kv)
         # The inputs hold values whose codes are -0.0 before the store (int8, int4): they read
         # back +0.0, and a read-back keeping that sign fails here.
-        assert got.dtype == torch.float32 and _same_bits(got, want)
+        assert got.dtype == torch.float32 and same_float32_bits(got, want)
         assert got.stride() == want.stride()
     with pytest.raises(NotPerTokenHeadError):
         per_token_head_read_back(x, "fp8")

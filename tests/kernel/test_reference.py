@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tensors import same_float32_bits
 
 from kvscale.kernel import (
     CacheWriteArgumentError,
@@ -21,6 +22,7 @@ from kvscale.kernel import (
 from kvscale.kernel.formats import E4M3FN, E4M3FNUZ, E5M2, FP8Format
 from kvscale.kernel.reference import (
     STRESS_KINDS,
+    _fp8_grid,
     fp8_read_back,
     fp8_round,
     make_stress_values,
@@ -339,24 +341,12 @@ def _all_half_values(fmt: FP8Format) -> torch.Tensor:
     between consecutive values of ``fmt`` (the ties and both sides of each), within +-max."""
     every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
     halves = torch.cat([every.view(torch.bfloat16).float(), every.view(torch.float16).float()])
-    grid = torch.tensor(sorted(set(_fp8_values(fmt))), dtype=torch.float64)
+    grid = _fp8_grid(fmt)
     mids = ((grid[1:] + grid[:-1]) / 2).float()
     bits = mids.view(torch.int32)
     near = torch.cat([(bits + d).view(torch.float32) for d in (-1, 0, 1)])
     values = torch.cat([halves, near, -near])
     return values[values.isnan() | (values.abs() <= fmt.max_finite)]
-
-
-def _fp8_values(fmt: FP8Format) -> list[float]:
-    dtype = getattr(torch, fmt.torch_dtype)
-    decoded = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).float()
-    return [v for v in decoded.tolist() if math.isfinite(v)]
-
-
-def _same_float_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return bool(((a.view(torch.int32) == b.view(torch.int32)) | (a.isnan() & b.isnan())).all())
 
 
 @pytest.mark.parametrize("fmt", [E4M3FN, E5M2, E4M3FNUZ], ids=lambda f: f.name)
@@ -366,7 +356,7 @@ def test_fp8_round_is_the_cast_for_every_half_value_and_tie(fmt: FP8Format) -> N
     y = _all_half_values(fmt)
     want = y.to(getattr(torch, fmt.torch_dtype)).float()
     got = fp8_round(y.clone(), fmt)
-    assert _same_float_bits(got, want)
+    assert same_float32_bits(got, want)
     # fnuz has no -0: -0.0 and negative values rounding to zero read +0.0.
     zero = fp8_round(torch.tensor([-0.0, -fmt.min_subnormal / 4]), fmt)
     assert zero.view(torch.int32).tolist() == ([0, 0] if fmt is E4M3FNUZ else [-(2**31)] * 2)
@@ -390,4 +380,4 @@ def test_fp8_read_back_is_the_decoded_bytes(
         fp8 = getattr(torch, fmt.torch_dtype)
         want = quantize_to_bits(values, scale, fmt).view(fp8).float() * s
         got = fp8_read_back(values, scale, fmt)
-        assert _same_float_bits(got, want) and got.stride() == want.stride()
+        assert same_float32_bits(got, want) and got.stride() == want.stride()
