@@ -47,9 +47,10 @@ per-layer statistics (``kvscale.core.verify.stats``) and ``plan`` quantizes each
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,62 @@ def _latent_back(
     _check_codec_output(deq, (b * s, rank + k_pe.shape[-1]))
     rows = deq.to(kv_c.dtype).reshape(b, 1, s, -1)
     return rows[..., :rank].contiguous(), rows[..., rank:].contiguous()
+
+
+class _ReusedLogits:
+    """On the CPU, the causal-LM head (a bias-free ``torch.nn.Linear``) writes its logits into
+    one tensor that every pass reuses, instead of a fresh one per pass.
+
+    A fresh ``[1, 512, 49,152]`` bf16 tensor is 48 MiB: glibc serves it with a fresh mmap (past
+    its 32 MiB mmap threshold) and unmaps it when freed, so each of its 12,289 pages faults on
+    first write. That is 0.19 s of SmolLM2's 8.5 s pass over 8 x 512 tokens (2-core VM, torch
+    2.13), in every variant pass. Without a bias, ``Linear`` is ``matmul(input, weight.t())``
+    (``aten/src/ATen/native/Linear.cpp``); ``matmul``'s ``out=`` form runs the same product into
+    the given tensor (``tests/model/test_evaluate.py`` checks the bits and that no new tensor is
+    made). Each pass's logits are read (log-softmax, loss, KL) before the next pass writes them
+    again; a caller that keeps two passes' logits at once (the reference's check) leaves one of
+    them outside ``writing()``.
+
+    Another kind of head (a bias, a subclass, a patched ``forward``, another device) keeps its own
+    forward."""
+
+    def __init__(self, model: Any) -> None:
+        get = getattr(model, "get_output_embeddings", None)
+        head = get() if callable(get) else None
+        usable = (
+            type(head) is torch.nn.Linear
+            and head.bias is None
+            and head.weight.device.type == "cpu"
+            and "forward" not in vars(head)  # another wrapper (accelerate's offload) owns it
+        )
+        self.head: torch.nn.Linear | None = head if usable else None
+        self._storage: torch.Tensor | None = None
+
+    def _forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        assert self.head is not None
+        weight = self.head.weight
+        if hidden.dtype != weight.dtype or hidden.device != weight.device:
+            return torch.nn.functional.linear(hidden, weight)  # its own error or promotion
+        shape = (*hidden.shape[:-1], weight.shape[0])
+        numel = math.prod(shape)
+        if self._storage is None or self._storage.numel() < numel:
+            self._storage = None  # the old one is freed before the new one is made
+            self._storage = torch.empty(numel, dtype=weight.dtype, device=weight.device)
+        out = self._storage[:numel].view(shape)
+        return torch.matmul(hidden, weight.t(), out=out)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """While inside, the head's logits go to the reused tensor."""
+        head = self.head
+        if head is None:
+            yield
+            return
+        head.forward = self._forward  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            del head.forward
 
 
 def _check_variants(loaded: LoadedModel, variants: Sequence[CacheVariant]) -> None:
@@ -525,6 +582,9 @@ def evaluate_model(
         return out.logits, out.loss
 
     from_hidden = reference_hidden is not None
+    # Every pass's logits but the reference check's own pass (whose logits are compared with
+    # the recomputed ones, which live there) go to one reused tensor.
+    reused_logits = _ReusedLogits(model)
     checked = False
     # The variants' loss from the KL's own log-softmax (_Reference): None until the first
     # variant pass compares it with the model's own loss, then whether it equalled it.
@@ -558,9 +618,10 @@ def evaluate_model(
                     ref_loss_from_logp = codecs is None and bool(fused_loss)
                     if codecs is None and from_hidden:
                         assert reference_hidden is not None
-                        batch_logits, loss = _from_hidden(
-                            model, reference_hidden[i], ids, with_loss=not ref_loss_from_logp
-                        )
+                        with reused_logits.writing():
+                            batch_logits, loss = _from_hidden(
+                                model, reference_hidden[i], ids, with_loss=not ref_loss_from_logp
+                            )
                         if not checked or batch_logits is None:
                             check_began = time.perf_counter()
                             given = not checked and reference_output is not None
@@ -579,10 +640,11 @@ def evaluate_model(
                                 batch_logits, loss = reference_pass(ids) if given else real
                             del real
                     else:
-                        out = forward(
-                            ids,
-                            labels=not fused_loss or (codecs is not None and ref is None),
-                        )
+                        with reused_logits.writing():
+                            out = forward(
+                                ids,
+                                labels=not fused_loss or (codecs is not None and ref is None),
+                            )
                         batch_logits, loss = out.logits, out.loss
                         del out
                     logits = batch_logits[0]

@@ -497,6 +497,107 @@ def test_variant_loss_from_the_kl_log_softmax_is_the_models_own(
         assert numbers(kept) == numbers(own)
 
 
+@pytest.mark.parametrize("fixture", ["llama", "llama:bfloat16"])
+def test_reused_logits_are_the_heads_own_in_one_tensor(models: Any, fixture: str) -> None:
+    from kvscale.model.evaluate import _ReusedLogits
+
+    lm = models(fixture)
+    head = lm.model.get_output_embeddings()
+    reused = _ReusedLogits(lm.model)
+    assert reused.head is head
+    gen = torch.Generator().manual_seed(5)
+    hidden = [
+        torch.randn((1, n, head.in_features), generator=gen).to(head.weight.dtype)
+        for n in (9, 4, 13)
+    ]
+    with torch.inference_mode():
+        fresh = [head(h) for h in hidden]
+        with reused.writing():
+            written, kept = [], []
+            for h in hidden:
+                written.append(head(h))
+                kept.append(written[-1].clone())  # the next call writes over it
+            pointers = {w.data_ptr() for w in written}
+        after = head(hidden[0])
+    # The same bits, shapes and strides as the head's own; a longer sample grows the tensor
+    # (9 -> 4 reuses it, 13 makes a new one).
+    for mine, own in zip(kept, fresh, strict=True):
+        assert torch.equal(mine, own) and mine.stride() == own.stride()
+    assert written[0].data_ptr() == written[1].data_ptr() and len(pointers) == 2
+    # Outside, the head is its own again: a fresh tensor, nothing left on the module.
+    assert "forward" not in vars(head) and after.data_ptr() not in pointers
+    assert torch.equal(after, fresh[0])
+
+
+def test_reused_logits_leave_other_heads_alone() -> None:
+    from kvscale.model.evaluate import _ReusedLogits
+
+    class Subclass(torch.nn.Linear):
+        pass
+
+    class Model:
+        def __init__(self, head: Any) -> None:
+            self.head = head
+
+        def get_output_embeddings(self) -> Any:
+            return self.head
+
+    patched = torch.nn.Linear(4, 3, bias=False)
+    patched.forward = patched.forward  # type: ignore[method-assign]
+    for head in (torch.nn.Linear(4, 3), Subclass(4, 3, bias=False), patched, None):
+        reused = _ReusedLogits(Model(head))
+        assert reused.head is None
+        with reused.writing():
+            pass
+    assert "forward" in vars(patched)
+    assert _ReusedLogits(object()).head is None
+
+
+def test_every_pass_but_the_checks_writes_the_reused_logits(
+    llama: LoadedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kvscale.model.evaluate as evaluate
+
+    data = samples((17, 9, 12))
+    variants = fp8_variants(calibrated(llama, data))
+    capture = capture_kv_amax(llama, data, keep_final_hidden=True)
+    assert capture.final_hidden is not None
+    head = llama.model.get_output_embeddings()
+    plain = {}
+    monkeypatch.setattr(evaluate._ReusedLogits, "writing", contextlib.nullcontext)
+    for hidden in (None, capture.final_hidden):
+        plain[hidden is None] = numbers(
+            evaluate_model(llama, data, variants, reference_hidden=hidden)
+        )
+    monkeypatch.undo()
+
+    pointers: list[int] = []
+    handle = head.register_forward_hook(lambda _m, _a, out: pointers.append(out.data_ptr()))
+    checked: list[tuple[int, int]] = []
+    same_output = evaluate._same_output
+
+    def spy(logits: Any, loss: Any, real_logits: Any, real_loss: Any) -> bool:
+        checked.append((logits.data_ptr(), real_logits.data_ptr()))
+        return same_output(logits, loss, real_logits, real_loss)
+
+    monkeypatch.setattr(evaluate, "_same_output", spy)
+    try:
+        for hidden in (None, capture.final_hidden):
+            del pointers[:]
+            result = evaluate_model(llama, data, variants, reference_hidden=hidden)
+            assert numbers(result) == plain[hidden is None]
+            # 3 samples x (reference + 2 variants) heads, plus the check's own pass.
+            assert len(pointers) == 9 + (hidden is not None)
+            if hidden is not None:
+                # The checking pass's logits are its own tensor, the recomputed ones reused.
+                ((mine, real),) = checked
+                assert mine != real and pointers.count(real) == 1
+                pointers.remove(real)
+            assert len(set(pointers)) == 1
+    finally:
+        handle.remove()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 def test_log_softmax_into_the_scratch_is_the_float32_one(dtype: str) -> None:
     from kvscale.model.evaluate import _log_softmax_float32
@@ -532,7 +633,10 @@ def test_kl_and_loss_equal_a_float64_computation_from_the_logits(llama: LoadedMo
     codec = LayerCodec(lambda x: x.float(), lambda x: x.float() * -8.0)
     variants = [CacheVariant("fp8", {layer.engine_name: codec for layer in llama.layers})]
     logits: list[Any] = []
-    hook = llama.model.register_forward_hook(lambda _m, _a, out: logits.append(out.logits[0]))
+    # A copy: each pass writes its logits over the last one's (_ReusedLogits).
+    hook = llama.model.register_forward_hook(
+        lambda _m, _a, out: logits.append(out.logits[0].clone())
+    )
     try:
         result = evaluate_model(llama, data, variants)
     finally:
