@@ -36,6 +36,10 @@ times them ``--runs`` times, interleaved, and prints medians and the ratio old /
   position, as ``capture`` asks for it: ``int_slice``, ``hidden[:, -1:, :]`` (transformers'
   ``logits_to_keep=1``; the size-1 batch dim keeps the stride of every position and torch's
   matmul copies the weight); ``index``, ``hidden[:, [-1], :]`` (a tensor ``logits_to_keep``).
+* ``logits_head``: a variant pass's logits, ``--tokens`` positions of the output embedding:
+  ``fresh``, ``torch.nn.Linear`` (bias-free) as the model calls it, a new tensor per pass;
+  ``reused``, the same head inside ``kvscale.model.evaluate._ReusedLogits.writing()``, which
+  writes into one tensor every pass reuses (a fresh one page-faults its pages each time).
 
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py                   # SmolLM2's shapes
     PYTHONPATH=. python3 benchmarks/bench_plan_parts.py --runs 31 --threads 1
@@ -251,6 +255,34 @@ def head_slice_pair(vocab: int, hidden_size: int, tokens: int, runs: int) -> Non
     side_by_side("head_slice", int_slice, index, runs)
 
 
+def logits_head_pair(vocab: int, hidden_size: int, tokens: int, runs: int) -> None:
+    from kvscale.model.evaluate import _ReusedLogits
+
+    g = torch.Generator().manual_seed(7)
+    head = torch.nn.Linear(hidden_size, vocab, bias=False, dtype=torch.bfloat16)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(vocab, hidden_size, generator=g) * 0.02)
+    hidden = torch.randn(1, tokens, hidden_size, generator=g).to(torch.bfloat16)
+
+    class Model:
+        def get_output_embeddings(self) -> torch.nn.Linear:
+            return head
+
+    reused = _ReusedLogits(Model())
+
+    def fresh() -> torch.Tensor:
+        return head(hidden)
+
+    def into_reused() -> torch.Tensor:
+        with reused.writing():
+            return head(hidden)
+
+    with torch.inference_mode():
+        if not torch.equal(fresh(), into_reused()):
+            raise SystemExit("logits_head: the two heads' logits differ")
+        side_by_side("logits_head", fresh, into_reused, runs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -272,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     round_half_pair(args.tokens, args.heads, args.head_size, args.runs)
     read_pairs(args.tokens, args.heads, args.head_size, args.runs)
     head_slice_pair(args.vocab, args.hidden, args.tokens, args.runs)
+    logits_head_pair(args.vocab, args.hidden, args.tokens, args.runs)
     return 0
 
 

@@ -214,13 +214,15 @@ class _ReusedLogits:
 
     A fresh ``[1, 512, 49,152]`` bf16 tensor is 48 MiB: glibc serves it with a fresh mmap (past
     its 32 MiB mmap threshold) and unmaps it when freed, so each of its 12,289 pages faults on
-    first write. That is 0.19 s of SmolLM2's 8.5 s pass over 8 x 512 tokens (2-core VM, torch
-    2.13), in every variant pass. Without a bias, ``Linear`` is ``matmul(input, weight.t())``
-    (``aten/src/ATen/native/Linear.cpp``); ``matmul``'s ``out=`` form runs the same product into
-    the given tensor (``tests/model/test_evaluate.py`` checks the bits and that no new tensor is
-    made). Each pass's logits are read (log-softmax, loss, KL) before the next pass writes them
-    again; a caller that keeps two passes' logits at once (the reference's check) leaves one of
-    them outside ``writing()``.
+    first write: the head took 188 ms per SmolLM2 sample that way, 175 ms into the reused tensor
+    (2-core VM, torch 2.13; ``benchmarks/bench_plan_parts.py``, ``logits_head``). Without a
+    bias, ``Linear`` is ``matmul(input, weight.t())`` (``aten/src/ATen/native/Linear.cpp``);
+    ``matmul``'s ``out=`` form runs the same product into the given tensor
+    (``tests/model/test_evaluate.py`` checks the bits and that no new tensor is made), and the
+    check of the reference from hidden states compares it with the model's own logits on the
+    first sample. Each pass's logits are read (log-softmax, loss, KL) before the next pass
+    writes them again; a caller that keeps two passes' logits at once (the reference's check)
+    leaves one of them outside ``writing()``.
 
     Another kind of head (a bias, a subclass, a patched ``forward``, another device) keeps its own
     forward."""

@@ -35,5 +35,6 @@ def test_small_run_prints_every_pair(capsys: pytest.CaptureFixture[str]) -> None
         "fp8_pth_read",
         "int4_pth_read",
         "head_slice",
+        "logits_head",
     ]
     assert all(re.search(r"old/new +\d+\.\d\dx$", line) for line in lines[1:])
